@@ -1,0 +1,183 @@
+import json
+
+from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from courses.models import Assignment, Course
+from courses.policy import resource_problems
+from courses.scripting import Resources, validate_schema, validate_template, validate_values
+
+PARAMETERS_HELP = (
+    "A JSON list. Each parameter becomes a shell variable in the script. Types: int and float "
+    '(with min, max), choice (with choices), string (with a pattern). Example: '
+    '[{"name": "EPOCHS", "type": "int", "default": 5, "min": 1, "max": 50, "help": "Training epochs"}]'
+)
+
+
+class AssignmentForm(forms.ModelForm):
+    parameters = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}),
+        required=False,
+        help_text=PARAMETERS_HELP,
+    )
+    starter_file = forms.FileField(
+        required=False, help_text="Optional: a file copied into every job's working directory."
+    )
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "title", "slug", "description", "script_template", "parameters", "datasets",
+            "gpus", "cpus", "mem_mb", "minutes",
+        ]  # fmt: skip
+        labels = {"gpus": "GPUs", "cpus": "CPUs", "mem_mb": "Memory (MB)", "minutes": "Wall time (minutes)"}
+        widgets = {"script_template": forms.Textarea(attrs={"rows": 14, "class": "mono"})}
+
+    def __init__(self, *args, course: Course, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.course = course
+        self.fields["datasets"].queryset = course.datasets.all()
+        self.fields["datasets"].required = False
+        if self.instance.pk and not self.is_bound:
+            self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
+
+    def clean_parameters(self) -> list[dict]:
+        text = self.cleaned_data["parameters"].strip() or "[]"
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValidationError(f"This is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.")
+        return validate_schema(schema)
+
+    def clean_script_template(self) -> str:
+        return validate_template(self.cleaned_data["script_template"])
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        clash = Assignment.objects.filter(course=self.course, slug=slug).exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise ValidationError("Another assignment of this course already uses this short name.")
+        return slug
+
+    def clean_starter_file(self):
+        upload = self.cleaned_data.get("starter_file")
+        if upload and upload.size > settings.LABQUEUE_UPLOAD_MAX_BYTES:
+            raise ValidationError(f"Starter files are limited to {settings.LABQUEUE_UPLOAD_MAX_BYTES} bytes.")
+        return upload
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if all(key in data for key in ("gpus", "cpus", "mem_mb", "minutes")):
+            resources = Resources(data["gpus"], data["cpus"], data["mem_mb"], data["minutes"])
+            for field, message in resource_problems(
+                course=self.course, resources=resources, asker="the assignment asks for"
+            ).items():
+                self.add_error(field, message)
+        return data
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        if isinstance(data, (list, tuple)):
+            return [super(MultipleFileField, self).clean(item, initial) for item in data]
+        return [super().clean(data, initial)] if data else []
+
+
+class SubmissionForm(forms.Form):
+    """A job request for an assignment: a field per parameter, resources, dataset, uploads."""
+
+    gpus = forms.IntegerField(label="GPUs", min_value=0)
+    cpus = forms.IntegerField(label="CPUs", min_value=1)
+    mem_mb = forms.IntegerField(label="Memory (MB)", min_value=100)
+    minutes = forms.IntegerField(label="Wall time (minutes)", min_value=1)
+    uploads = MultipleFileField(required=False, label="Files for the job's directory")
+
+    def __init__(self, *args, assignment: Assignment, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.assignment = assignment
+        course = assignment.course
+        self.fields["gpus"].max_value = None
+        for name, value in assignment.default_resources.items():
+            self.fields[name].initial = value
+        self.fields["gpus"].help_text = f"At most {course.max_gpus_per_job} in this course."
+        self.fields["cpus"].help_text = f"At most {course.max_cpus_per_job}."
+        self.fields["mem_mb"].help_text = f"At most {course.max_mem_mb_per_job} MB."
+        self.fields["minutes"].help_text = f"At most {course.max_minutes_per_job} minutes."
+        self.parameter_names = []
+        for spec in assignment.parameters:
+            self.fields[f"param_{spec['name']}"] = _parameter_field(spec)
+            self.parameter_names.append(spec["name"])
+        datasets = list(assignment.datasets.all())
+        if datasets:
+            self.fields["dataset"] = forms.ChoiceField(
+                choices=[(str(d.pk), d.name) for d in datasets],
+                help_text="Approved data sets for this assignment; the path is in $DATASET.",
+            )
+        self.fields["uploads"].help_text = (
+            f"Optional. Up to {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB in all."
+        )
+
+    def parameter_fields(self) -> list:
+        return [self[f"param_{name}"] for name in self.parameter_names]
+
+    def resource_fields(self) -> list:
+        return [self[name] for name in ("gpus", "cpus", "mem_mb", "minutes")]
+
+    def clean_uploads(self) -> list:
+        uploads = self.cleaned_data.get("uploads") or []
+        if sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
+            raise ValidationError(
+                f"The files add up to more than {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB."
+            )
+        for upload in uploads:
+            if not _safe_upload_name(upload.name):
+                raise ValidationError(f"'{upload.name}' is not a usable file name.")
+        return uploads
+
+    def clean(self) -> dict:
+        data = super().clean()
+        raw = {name: data[f"param_{name}"] for name in self.parameter_names if f"param_{name}" in data}
+        if len(raw) == len(self.parameter_names):
+            try:
+                data["values"] = validate_values(self.assignment.parameters, raw)
+            except ValidationError as error:
+                for name, messages in error.message_dict.items():
+                    self.add_error(f"param_{name}" if name in self.parameter_names else None, messages)
+        if all(key in data for key in ("gpus", "cpus", "mem_mb", "minutes")):
+            data["resources"] = Resources(data["gpus"], data["cpus"], data["mem_mb"], data["minutes"])
+            for field, message in resource_problems(
+                course=self.assignment.course, resources=data["resources"]
+            ).items():
+                self.add_error(field, message)
+        if "dataset" in self.fields and data.get("dataset"):
+            data["dataset"] = self.assignment.datasets.get(pk=int(data["dataset"]))
+        else:
+            data["dataset"] = None
+        return data
+
+
+def _safe_upload_name(name: str) -> bool:
+    return bool(name) and "/" not in name and "\\" not in name and name not in {".", ".."} and (
+        not name.startswith(".")
+    ) and all(ord(ch) >= 32 for ch in name) and len(name) <= 200
+
+
+def _parameter_field(spec: dict) -> forms.Field:
+    label = spec.get("label") or spec["name"]
+    common = {"label": label, "help_text": spec.get("help", ""), "initial": spec["default"]}
+    if spec["type"] == "int":
+        return forms.IntegerField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
+    if spec["type"] == "float":
+        return forms.FloatField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
+    if spec["type"] == "choice":
+        return forms.ChoiceField(choices=[(c, c) for c in spec["choices"]], **common)
+    return forms.CharField(max_length=200, strip=False, required=False, **common)

@@ -1,0 +1,224 @@
+"""Assignment templates: the parameter schema, parameter values, and the batch script.
+
+The portal writes every `#SBATCH` line itself from validated resources. Parameter values
+reach the script only as shell-quoted variable assignments, so no value can change the
+script's structure, and template bodies may not carry `#SBATCH` lines of their own.
+"""
+
+import math
+import re
+import shlex
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+
+PARAMETER_TYPES = ("int", "float", "choice", "string")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+RESERVED_NAMES = {
+    "BASH_ENV", "CDPATH", "DATASET", "ENV", "HOME", "IFS", "LANG", "LOGNAME", "PATH",
+    "PS4", "PWD", "SHELL", "SHELLOPTS", "TMPDIR", "USER",
+}  # fmt: skip
+RESERVED_PREFIXES = ("SLURM_", "LD_", "BASH_", "CUDA_", "LABQUEUE_")
+SBATCH_LINE_RE = re.compile(r"^\s*#\s*SBATCH", re.IGNORECASE | re.MULTILINE)
+MAX_STRING_LENGTH = 200
+MAX_PATTERN_LENGTH = 200
+MAX_PARAMETERS = 30
+
+
+@dataclass(frozen=True)
+class Resources:
+    gpus: int
+    cpus: int
+    mem_mb: int
+    minutes: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {"gpus": self.gpus, "cpus": self.cpus, "mem_mb": self.mem_mb, "minutes": self.minutes}
+
+
+def _is_safe_text(value: str) -> bool:
+    return not any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
+
+
+def _number(spec: dict, key: str, kind: type) -> int | float | None:
+    value = spec.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(f"Parameter '{spec.get('name')}': '{key}' must be a number.")
+    if kind is int and not float(value).is_integer():
+        raise ValidationError(f"Parameter '{spec.get('name')}': '{key}' must be a whole number.")
+    return kind(value)
+
+
+def validate_schema(schema: object) -> list[dict]:
+    """Check a parameter schema (a list of parameter definitions) and return it normalised."""
+    if not isinstance(schema, list):
+        raise ValidationError("Parameters must be a list of parameter definitions.")
+    if len(schema) > MAX_PARAMETERS:
+        raise ValidationError(f"An assignment can have at most {MAX_PARAMETERS} parameters.")
+    seen: set[str] = set()
+    normalised = []
+    for position, spec in enumerate(schema, start=1):
+        if not isinstance(spec, dict):
+            raise ValidationError(f"Parameter {position} must be an object with a name and a type.")
+        name = spec.get("name")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise ValidationError(
+                f"Parameter {position}: the name must be a shell variable name "
+                "(letters, digits and '_', not starting with a digit, at most 32 characters)."
+            )
+        if name.upper() in RESERVED_NAMES or name.upper().startswith(RESERVED_PREFIXES):
+            raise ValidationError(f"Parameter '{name}': this name is reserved by the shell, Slurm or the portal.")
+        if name in seen:
+            raise ValidationError(f"Parameter '{name}' is defined twice.")
+        seen.add(name)
+        kind = spec.get("type")
+        if kind not in PARAMETER_TYPES:
+            raise ValidationError(f"Parameter '{name}': the type must be one of {', '.join(PARAMETER_TYPES)}.")
+        unknown = set(spec) - {"name", "type", "default", "min", "max", "choices", "pattern", "help", "label"}
+        if unknown:
+            raise ValidationError(f"Parameter '{name}': unknown keys {', '.join(sorted(unknown))}.")
+        clean = {"name": name, "type": kind, "help": str(spec.get("help", "")), "label": str(spec.get("label", ""))}
+        if kind in ("int", "float"):
+            number_type = int if kind == "int" else float
+            low, high = _number(spec, "min", number_type), _number(spec, "max", number_type)
+            if low is not None and high is not None and low > high:
+                raise ValidationError(f"Parameter '{name}': min is greater than max.")
+            clean.update(min=low, max=high)
+        elif kind == "choice":
+            choices = spec.get("choices")
+            if not isinstance(choices, list) or not choices:
+                raise ValidationError(f"Parameter '{name}': a choice needs a non-empty list of choices.")
+            for choice in choices:
+                if not isinstance(choice, str) or not choice or len(choice) > MAX_STRING_LENGTH:
+                    raise ValidationError(f"Parameter '{name}': every choice must be a short non-empty text.")
+                if not _is_safe_text(choice):
+                    raise ValidationError(f"Parameter '{name}': choices cannot contain control characters.")
+            clean["choices"] = list(choices)
+        else:
+            pattern = spec.get("pattern", "")
+            if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
+                raise ValidationError(f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters.")
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValidationError(f"Parameter '{name}': the pattern is not a valid regular expression ({error}).")
+            clean["pattern"] = pattern
+        if "default" not in spec:
+            raise ValidationError(f"Parameter '{name}': a default value is required.")
+        try:
+            clean["default"] = coerce_value(clean, spec["default"])
+        except ValidationError as error:
+            raise ValidationError(f"Parameter '{name}': the default is not valid: {error.messages[0]}")
+        normalised.append(clean)
+    return normalised
+
+
+def coerce_value(spec: dict, raw: object) -> int | float | str:
+    """Turn a submitted value into the parameter's type, or raise ValidationError."""
+    kind = spec["type"]
+    if kind == "int":
+        if isinstance(raw, bool):
+            raise ValidationError("Enter a whole number.")
+        try:
+            value = int(str(raw).strip()) if not isinstance(raw, int) else raw
+        except ValueError:
+            raise ValidationError("Enter a whole number.")
+    elif kind == "float":
+        if isinstance(raw, bool):
+            raise ValidationError("Enter a number.")
+        try:
+            value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
+        except ValueError:
+            raise ValidationError("Enter a number.")
+        if not math.isfinite(value):
+            raise ValidationError("Enter a finite number.")
+    elif kind == "choice":
+        value = str(raw)
+        if value not in spec["choices"]:
+            raise ValidationError(f"Choose one of: {', '.join(spec['choices'])}.")
+        return value
+    else:
+        value = str(raw)
+        if len(value) > MAX_STRING_LENGTH:
+            raise ValidationError(f"Use at most {MAX_STRING_LENGTH} characters.")
+        if not _is_safe_text(value):
+            raise ValidationError("Line breaks and other control characters are not allowed.")
+        if spec.get("pattern") and not re.fullmatch(spec["pattern"], value):
+            raise ValidationError(f"The value must match the pattern {spec['pattern']}.")
+        return value
+    if spec.get("min") is not None and value < spec["min"]:
+        raise ValidationError(f"The smallest allowed value is {spec['min']}.")
+    if spec.get("max") is not None and value > spec["max"]:
+        raise ValidationError(f"The largest allowed value is {spec['max']}.")
+    return value
+
+
+def validate_values(schema: list[dict], raw_values: dict) -> dict:
+    """Validate every parameter value against the schema; unknown names are refused."""
+    unknown = set(raw_values) - {spec["name"] for spec in schema}
+    if unknown:
+        raise ValidationError(f"Unknown parameters: {', '.join(sorted(unknown))}.")
+    values, errors = {}, {}
+    for spec in schema:
+        try:
+            values[spec["name"]] = coerce_value(spec, raw_values.get(spec["name"], spec["default"]))
+        except ValidationError as error:
+            errors[spec["name"]] = error.messages
+    if errors:
+        raise ValidationError(errors)
+    return values
+
+
+def default_values(schema: list[dict]) -> dict:
+    return {spec["name"]: spec["default"] for spec in schema}
+
+
+def validate_template(body: str) -> str:
+    """Refuse template bodies that would set their own resources or interpreter."""
+    if SBATCH_LINE_RE.search(body):
+        raise ValidationError(
+            "The script cannot contain #SBATCH lines: set GPUs, CPUs, memory and time in the "
+            "resource fields of the assignment, and the portal writes them for you."
+        )
+    if body.lstrip().startswith("#!"):
+        raise ValidationError("Leave out the #! line: the portal runs every script with /bin/bash.")
+    if "\x00" in body:
+        raise ValidationError("The script contains a NUL character.")
+    return body.replace("\r\n", "\n")
+
+
+def format_minutes(minutes: int) -> str:
+    hours, mins = divmod(minutes, 60)
+    return f"{hours:02d}:{mins:02d}:00"
+
+
+def render_script(
+    *, body: str, values: dict, resources: Resources, dataset_path: str = "", label: str = ""
+) -> str:
+    """The exact batch script the portal submits. Only the portal writes #SBATCH lines."""
+    lines = ["#!/bin/bash"]
+    if resources.gpus:
+        lines.append(f"#SBATCH --gres=gpu:{resources.gpus}")
+    lines += [
+        "#SBATCH --nodes=1",
+        "#SBATCH --ntasks=1",
+        f"#SBATCH --cpus-per-task={resources.cpus}",
+        f"#SBATCH --mem={resources.mem_mb}M",
+        f"#SBATCH --time={format_minutes(resources.minutes)}",
+    ]
+    if label:
+        lines.append(f"# {_comment_safe(label)}")
+    lines.append("# Parameters, checked by the portal:")
+    for name, value in values.items():
+        lines.append(f"export {name}={shlex.quote(str(value))}")
+    if dataset_path:
+        lines.append(f"export DATASET={shlex.quote(dataset_path)}")
+    lines.append("# ---- assignment script ----")
+    lines.append(validate_template(body).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def _comment_safe(text: str) -> str:
+    return "".join(ch if _is_safe_text(ch) else " " for ch in text)

@@ -1,0 +1,36 @@
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from courses.models import Assignment, Course, Enrollment, Role
+
+
+def enrollment_list(*, user) -> QuerySet[Enrollment]:
+    return Enrollment.objects.filter(user=user).select_related("course").order_by("course__code")
+
+
+def course_role(*, user, course: Course) -> str | None:
+    """The user's role in the course; operations staff act as instructors everywhere."""
+    if user.is_staff:
+        return Role.INSTRUCTOR
+    return Enrollment.objects.filter(user=user, course=course).values_list("role", flat=True).first()
+
+
+def course_get_for_user(*, user, slug: str, roles: tuple[str, ...] = tuple(Role)) -> tuple[Course, str]:
+    """The course and the user's role. Not a member: 404. A member in another role: 403."""
+    course = get_object_or_404(Course, slug=slug)
+    role = course_role(user=user, course=course)
+    if role is None:
+        raise Http404("No such course.")
+    if role not in roles:
+        raise PermissionDenied("Your role in this course does not allow this.")
+    return course, role
+
+
+def assignment_get(*, course: Course, slug: str) -> Assignment:
+    return get_object_or_404(Assignment.objects.prefetch_related("datasets"), course=course, slug=slug)
+
+
+def assignment_list(*, course: Course) -> QuerySet[Assignment]:
+    return Assignment.objects.filter(course=course).order_by("title")

@@ -1,0 +1,21 @@
+from django.urls import path
+
+from courses import views
+
+app_name = "courses"
+
+urlpatterns = [
+    path("", views.course_list, name="course-list"),
+    path("courses/<slug:slug>/", views.course_detail, name="course-detail"),
+    path("courses/<slug:slug>/assignments/new/", views.assignment_edit, name="assignment-create"),
+    path(
+        "courses/<slug:slug>/assignments/<slug:assignment_slug>/",
+        views.assignment_detail,
+        name="assignment-detail",
+    ),
+    path(
+        "courses/<slug:slug>/assignments/<slug:assignment_slug>/edit/",
+        views.assignment_edit,
+        name="assignment-edit",
+    ),
+]

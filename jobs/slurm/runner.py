@@ -1,0 +1,194 @@
+"""The one place where Slurm commands are run.
+
+Every command goes through :func:`run`: an argv list (never a shell), a timeout,
+a minimal environment (no Django secret can reach sbatch or the job), the run-as
+prefix when a command must run as the student, and typed errors. Settings are read
+when a command runs, never at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .errors import SlurmUnavailable, classify
+from .records import check_username
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_RUN_AS_PREFIX = "runuser -u {user} --"
+DEFAULT_TIMEOUT = 30.0
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+}
+# Variables taken from the worker's own environment when set there.
+PASSED_THROUGH = ("SLURM_CONF",)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command run by the runner, for tests and diagnostics."""
+
+    tool: str
+    argv: list[str]
+    run_as: str | None
+    seconds: float
+    returncode: int | None  # None when it was killed by the timeout or never started
+
+
+#: Commands run per tool ("sbatch", "squeue", ...) since the process started,
+#: successful or not. Tests use it to prove a sync cycle runs a constant number.
+command_counts: Counter[str] = Counter()
+_lock = threading.Lock()
+_logs: list[list[Command]] = []
+
+
+@contextmanager
+def command_log() -> Iterator[list[Command]]:
+    """Collect the commands run inside the ``with`` block (any thread)."""
+    log: list[Command] = []
+    with _lock:
+        _logs.append(log)
+    try:
+        yield log
+    finally:
+        with _lock:
+            _logs.remove(log)
+
+
+def _setting(name: str, default):
+    if not settings.configured:
+        return default
+    return getattr(settings, name, default)
+
+
+def _record(command: Command) -> None:
+    with _lock:
+        command_counts[command.tool] += 1
+        for log in _logs:
+            log.append(command)
+
+
+def resolve(argv: Sequence[str]) -> list[str]:
+    """Put SLURM_BIN_DIR in front of a bare tool name; leave paths alone."""
+    argv = list(argv)
+    bin_dir = _setting("SLURM_BIN_DIR", "") or ""
+    if bin_dir and "/" not in argv[0]:
+        argv[0] = os.path.join(bin_dir, argv[0])
+    return argv
+
+
+def run_as_prefix(user: str) -> list[str]:
+    """The argv prefix that runs a command as ``user`` (``{user}`` substituted)."""
+    check_username(user)
+    template = _setting("SLURM_RUN_AS_PREFIX", DEFAULT_RUN_AS_PREFIX) or ""
+    return [token.replace("{user}", user) for token in shlex.split(template)]
+
+
+def build_env(env_extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(BASE_ENV)
+    for name in PASSED_THROUGH:
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    env.update(env_extra or {})
+    return env
+
+
+def run(
+    argv: list[str],
+    *,
+    timeout: float | None = None,
+    run_as: str | None = None,
+    env_extra: dict[str, str] | None = None,
+) -> str:
+    """Run one Slurm command and return its stdout.
+
+    Raises SlurmUnavailable (no answer, timeout, missing binary) or SlurmRejected.
+    """
+    if not argv:
+        raise ValueError("empty argv")
+    tool = os.path.basename(argv[0])
+    argv = resolve(argv)
+    full = (run_as_prefix(run_as) if run_as else []) + argv
+    if timeout is None:
+        timeout = float(_setting("SLURM_COMMAND_TIMEOUT", DEFAULT_TIMEOUT))
+    started = time.monotonic()
+    returncode: int | None = None
+    try:
+        returncode, stdout, stderr = _execute(full, timeout, build_env(env_extra))
+    except FileNotFoundError as exc:
+        logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
+        raise SlurmUnavailable(
+            f"{os.path.basename(full[0])} is not installed on the worker "
+            "(check PATH or SLURM_BIN_DIR)",
+            full,
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        logger.warning("slurm: %s timed out after %.1fs", shlex.join(full), timeout)
+        raise SlurmUnavailable(f"{tool} did not answer within {timeout:g} s", full) from exc
+    finally:
+        seconds = time.monotonic() - started
+        _record(Command(tool, argv, run_as, seconds, returncode))
+        logger.debug(
+            "slurm: %s -> %s in %.3fs", shlex.join(full), returncode, seconds
+        )
+    if returncode != 0:
+        error = classify(full, returncode, stderr, stdout)
+        logger.log(
+            logging.WARNING if isinstance(error, SlurmUnavailable) else logging.INFO,
+            "slurm: %s failed (%s): %s",
+            shlex.join(full),
+            returncode,
+            stderr.strip(),
+        )
+        raise error
+    if stderr.strip():
+        logger.debug("slurm: %s stderr: %s", tool, stderr.strip())
+    return stdout
+
+
+def _execute(argv: list[str], timeout: float, env: dict[str, str]) -> tuple[int, str, str]:
+    """subprocess.run, but a timeout kills the whole process group.
+
+    With a run-as prefix the Slurm tool is a grandchild; killing only the direct
+    child would leave it running, so the command gets its own session.
+    """
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            try:
+                proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # a grandchild we may not signal still holds the pipes
+            raise
+        return proc.returncode, stdout, stderr
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.kill()

@@ -1,0 +1,38 @@
+"""Celery tasks: thin wrappers that take ids. All Slurm work happens here, never in a view."""
+
+import logging
+
+from celery import shared_task
+
+from jobs import services, slurm
+
+log = logging.getLogger(__name__)
+
+
+def _backoff(retries: int) -> int:
+    return min(300, 5 * 2**retries)
+
+
+@shared_task(bind=True, max_retries=8)
+def submit_job(self, job_id: int) -> None:
+    try:
+        services.job_dispatch(job_id=job_id)
+    except slurm.SlurmUnavailable as error:
+        raise self.retry(exc=error, countdown=_backoff(self.request.retries))
+
+
+@shared_task(bind=True, max_retries=8)
+def cancel_job(self, job_id: int) -> None:
+    try:
+        services.job_scancel(job_id=job_id)
+    except slurm.SlurmUnavailable as error:
+        raise self.retry(exc=error, countdown=_backoff(self.request.retries))
+
+
+@shared_task
+def sync_jobs() -> None:
+    try:
+        services.jobs_sync()
+    except slurm.SlurmUnavailable as error:
+        log.warning("Job sync skipped, Slurm did not answer: %s", error)
+    services.jobs_requeue_stale()

@@ -1,0 +1,16 @@
+from django.urls import path
+
+from jobs import views
+
+app_name = "jobs"
+
+urlpatterns = [
+    path("", views.job_list_view, name="job-list"),
+    path("submit/<slug:slug>/<slug:assignment_slug>/", views.job_create, name="job-create"),
+    path("course/<slug:slug>/", views.course_jobs, name="course-jobs"),
+    path("<uuid:job_uuid>/", views.job_detail, name="job-detail"),
+    path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),
+    path("<uuid:job_uuid>/cancel/", views.job_cancel_view, name="job-cancel"),
+    path("<uuid:job_uuid>/files/<path:path>", views.job_file, name="job-file"),
+    path("<uuid:job_uuid>/download.zip", views.job_zip, name="job-zip"),
+]

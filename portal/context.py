@@ -1,0 +1,5 @@
+from django.conf import settings
+
+
+def portal(request) -> dict:
+    return {"demo_mode": settings.LABQUEUE_DEMO}

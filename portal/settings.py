@@ -1,0 +1,164 @@
+"""LabQueue settings. Every value comes from the environment; see .env.example."""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env(name, default).split(",") if item.strip()]
+
+
+DEBUG = env_bool("LABQUEUE_DEBUG")
+SECRET_KEY = env("LABQUEUE_SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("LABQUEUE_SECRET_KEY must be set when LABQUEUE_DEBUG is off.")
+    SECRET_KEY = "insecure-development-key-only-for-debug"
+
+ALLOWED_HOSTS = env_list("LABQUEUE_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = env_list("LABQUEUE_CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "allauth",
+    "allauth.account",
+    "portal",
+    "courses",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "portal.context.portal",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL", f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}"),
+        conn_max_age=60,
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "portal.User"
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "/"
+ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_ADAPTER = "portal.auth.AccountAdapter"
+ACCOUNT_SESSION_REMEMBER = False
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env("LABQUEUE_TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env("LABQUEUE_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
+MEDIA_ROOT = Path(env("LABQUEUE_MEDIA_ROOT", str(BASE_DIR / "var" / "media")))
+
+# Security when served behind TLS (set LABQUEUE_SECURE=1 in production).
+SECURE = env_bool("LABQUEUE_SECURE")
+SESSION_COOKIE_SECURE = SECURE
+CSRF_COOKIE_SECURE = SECURE
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_AGE = env_int("LABQUEUE_SESSION_SECONDS", 8 * 3600)
+if env_bool("LABQUEUE_BEHIND_TLS_PROXY"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# Celery (Redis broker). Tasks are enqueued only after the database commits.
+CELERY_BROKER_URL = env("LABQUEUE_REDIS_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "sync-jobs": {
+        "task": "jobs.tasks.sync_jobs",
+        "schedule": float(env_int("LABQUEUE_SYNC_SECONDS", 5)),
+        "options": {"expires": float(env_int("LABQUEUE_SYNC_SECONDS", 5))},
+    },
+}
+
+# Slurm and the job directories.
+SLURM_RUN_AS_PREFIX = env("LABQUEUE_SLURM_RUN_AS_PREFIX", "runuser -u {user} --")
+SLURM_COMMAND_TIMEOUT = env_int("LABQUEUE_SLURM_TIMEOUT", 30)
+SLURM_BIN_DIR = env("LABQUEUE_SLURM_BIN_DIR")
+LABQUEUE_JOB_ROOT = Path(env("LABQUEUE_JOB_ROOT", "/var/lib/labqueue/jobs"))
+LABQUEUE_UPLOAD_MAX_BYTES = env_int("LABQUEUE_UPLOAD_MAX_BYTES", 10 * 1024 * 1024)
+LABQUEUE_LOG_TAIL_BYTES = env_int("LABQUEUE_LOG_TAIL_BYTES", 16 * 1024)
+LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)
+LABQUEUE_RESUBMIT_AFTER_SECONDS = env_int("LABQUEUE_RESUBMIT_AFTER_SECONDS", 120)
+LABQUEUE_DEMO = env_bool("LABQUEUE_DEMO")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LABQUEUE_LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,146 @@
+"""Personas, a course with an assignment, and helpers to drive jobs on the real lab cluster.
+
+Jobs really run: the lab cluster (scripts/labcluster) must be up; `make test` brings it up.
+Each test gets its own job root under /var/lib/labqueue/test-jobs, readable by the
+students' POSIX accounts.
+"""
+
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from courses.models import Assignment, Course, Dataset, Role
+from jobs import services
+from jobs.models import Job
+
+JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
+
+ECHO_SCRIPT = """\
+echo "user=$(whoami)"
+echo "gpus=$CUDA_VISIBLE_DEVICES"
+echo "epochs=$EPOCHS rate=$RATE size=$SIZE name=$NAME"
+mkdir -p results
+echo "done $NAME" > results/out.txt
+"""
+PARAMETERS = [
+    {"name": "EPOCHS", "type": "int", "default": 2, "min": 1, "max": 10},
+    {"name": "RATE", "type": "float", "default": 0.5, "min": 0.0, "max": 1.0},
+    {"name": "SIZE", "type": "choice", "choices": ["small", "large"], "default": "small"},
+    {"name": "NAME", "type": "string", "default": "run", "pattern": ".*"},
+]
+
+
+@pytest.fixture(autouse=True)
+def job_root(settings, tmp_path):
+    JOB_ROOT_BASE.mkdir(parents=True, exist_ok=True)
+    os.chmod(JOB_ROOT_BASE, 0o755)
+    root = JOB_ROOT_BASE / uuid.uuid4().hex[:12]
+    root.mkdir(mode=0o755)
+    settings.LABQUEUE_JOB_ROOT = root
+    settings.MEDIA_ROOT = tmp_path / "media"
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def make_user(username: str, netid: str | None = None, **extra):
+    return get_user_model().objects.create_user(
+        username=username, password="pw-" + username, netid=netid, first_name=username.title(), **extra
+    )
+
+
+@pytest.fixture
+def course(db) -> Course:
+    return Course.objects.create(
+        slug="cs101", code="CS101", title="GPU Computing", term="Fall", slurm_account="cs101",
+        partition="gpu", max_gpus_per_job=2, max_cpus_per_job=4, max_mem_mb_per_job=4000, max_minutes_per_job=30,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def other_course(db) -> Course:
+    return Course.objects.create(slug="cs102", code="CS102", title="Other", term="Fall", slurm_account="cs102")
+
+
+def _enroll(user, course, role):
+    course.enrollments.create(user=user, role=role)
+    return user
+
+
+@pytest.fixture
+def student(course):
+    return _enroll(make_user("student1", "student1"), course, Role.STUDENT)
+
+
+@pytest.fixture
+def classmate(course):
+    return _enroll(make_user("student2", "student2"), course, Role.STUDENT)
+
+
+@pytest.fixture
+def ta(course):
+    return _enroll(make_user("ta1", "ta1"), course, Role.TA)
+
+
+@pytest.fixture
+def instructor(course):
+    return _enroll(make_user("instructor1", "instructor1"), course, Role.INSTRUCTOR)
+
+
+@pytest.fixture
+def outsider(other_course):
+    """Enrolled in another course only."""
+    return _enroll(make_user("student3", "student3"), other_course, Role.STUDENT)
+
+
+@pytest.fixture
+def other_ta(other_course):
+    return _enroll(make_user("ta-other", None), other_course, Role.TA)
+
+
+@pytest.fixture
+def dataset(course) -> Dataset:
+    path = Path("/var/lib/labqueue/test-datasets/sample")
+    path.mkdir(parents=True, exist_ok=True)
+    return Dataset.objects.create(course=course, name="Sample", path=str(path))
+
+
+@pytest.fixture
+def assignment(course) -> Assignment:
+    return Assignment.objects.create(
+        course=course, slug="hello", title="Hello GPU", script_template=ECHO_SCRIPT, parameters=PARAMETERS,
+        gpus=1, cpus=1, mem_mb=500, minutes=5,
+    )  # fmt: skip
+
+
+def submit_form(**overrides) -> dict:
+    data = {
+        "param_EPOCHS": "2", "param_RATE": "0.5", "param_SIZE": "small", "param_NAME": "run",
+        "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5",
+    }  # fmt: skip
+    data.update(overrides)
+    return data
+
+
+def dispatch(job: Job) -> Job:
+    """Do what the Celery submit task does for this job, then reload it."""
+    services.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    return job
+
+
+def wait_for_status(job: Job, *statuses: str, timeout: float = 90) -> Job:
+    """Run the sync (as Celery beat would) until the job reaches one of the statuses."""
+    deadline = time.monotonic() + timeout
+    while True:
+        services.jobs_sync()
+        job.refresh_from_db()
+        if job.status in statuses:
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job stayed {job.status} ({job.slurm_state} {job.reason}); wanted {statuses}")
+        time.sleep(0.5)

@@ -1,0 +1,231 @@
+"""The adapter against the real lab cluster (scripts/labcluster up)."""
+
+from __future__ import annotations
+
+import pwd
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from jobs import slurm
+from jobs.slurm import runner
+
+from .conftest import STUDENT, JobDir, wait_for, wait_for_final
+
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("cluster")]
+
+
+def test_a_submitted_job_runs_as_the_student_with_its_gpu(job_dir: JobDir) -> None:
+    script = job_dir.script(
+        'echo "user=$(whoami)"; echo "gpus=$CUDA_VISIBLE_DEVICES"; echo "pwd=$(pwd)"',
+        "--gres=gpu:1",
+    )
+    spec = job_dir.spec(script, partition="gpu", comment="portal job test")
+
+    job_id = job_dir.submit(spec)
+    record = wait_for_final(job_id)
+
+    assert re.fullmatch(r"\d+", job_id)
+    assert record.state == "COMPLETED"
+    assert (record.exit_code, record.signal) == (0, 0)
+    assert (record.user, record.account, record.partition) == (STUDENT, "cs101", "gpu")
+    assert record.name == spec.job_name
+    assert record.comment == "portal job test"
+    assert record.gpus == 1
+    assert record.alloc_tres["gres/gpu"] == "1"
+    assert record.submit <= record.start <= record.end
+    output = job_dir.read("out.txt")
+    assert f"user={STUDENT}\n" in output
+    assert re.search(r"^gpus=\d+$", output, re.MULTILINE)
+    assert f"pwd={job_dir.path}\n" in output
+
+
+def test_an_unknown_account_is_rejected_with_slurms_own_message(job_dir: JobDir) -> None:
+    spec = job_dir.spec(job_dir.script("true"), account="nosuchacct")
+
+    with pytest.raises(slurm.SlurmRejected) as caught:
+        slurm.submit(spec)
+
+    assert caught.value.message == (
+        "Batch job submission failed: "
+        "Invalid account or account/partition combination specified"
+    )
+    assert "sbatch" in caught.value.argv
+
+
+def test_a_held_job_is_pending_in_the_queue_with_a_reason(job_dir: JobDir) -> None:
+    spec = job_dir.spec(job_dir.script("true", "--hold"))
+    job_id = job_dir.submit(spec)
+
+    with runner.command_log() as commands:
+        jobs = slurm.queue()
+
+    assert [command.tool for command in commands] == ["squeue"]
+    job = jobs[job_id]
+    assert job.state == "PENDING"
+    assert job.reason == "JobHeldUser"
+    assert (job.name, job.user, job.account, job.partition) == (
+        spec.job_name,
+        STUDENT,
+        "cs101",
+        "gpu",
+    )
+    assert job.queue_position is not None and job.queue_position >= 1
+    assert job.submit_time is not None and job.submit_time.tzinfo is not None
+    assert job.nodes == ""
+
+
+def test_a_failing_script_is_failed_with_its_exit_code(job_dir: JobDir) -> None:
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("echo oops >&2; exit 3")))
+
+    record = wait_for_final(job_id)
+
+    assert record.state == "FAILED"
+    assert (record.exit_code, record.signal) == (3, 0)
+    assert job_dir.read("err.txt") == "oops\n"
+
+
+def test_cancelling_a_pending_job_shows_who_cancelled_it(job_dir: JobDir) -> None:
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true", "--hold")))
+
+    slurm.cancel(job_id, run_as=STUDENT)
+    record = wait_for_final(job_id)
+
+    assert record.state == "CANCELLED"
+    assert record.cancelled_by == str(pwd.getpwnam(STUDENT).pw_uid)
+    assert record.start is None or record.start == record.end
+
+
+def test_cancelling_twice_is_harmless(job_dir: JobDir) -> None:
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true", "--hold")))
+    slurm.cancel(job_id, run_as=STUDENT)
+    wait_for_final(job_id)
+
+    slurm.cancel(job_id, run_as=STUDENT)
+
+    assert slurm.accounting(job_ids=[job_id])[job_id].state == "CANCELLED"
+
+
+def test_cancelling_someone_elses_job_is_rejected(job_dir: JobDir) -> None:
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true", "--hold")))
+
+    with pytest.raises(slurm.SlurmRejected) as caught:
+        slurm.cancel(job_id, run_as="student2")
+
+    assert "denied" in caught.value.message.lower()
+
+
+def test_find_by_name_finds_a_queued_job_with_one_squeue(job_dir: JobDir) -> None:
+    spec = job_dir.spec(job_dir.script("true", "--hold"))
+    job_id = job_dir.submit(spec)
+
+    with runner.command_log() as commands:
+        found = slurm.find_by_name(spec.job_name)
+
+    assert found == job_id
+    assert [command.tool for command in commands] == ["squeue"]
+
+
+def test_find_by_name_of_an_unknown_name_asks_squeue_then_sacct() -> None:
+    with runner.command_log() as commands:
+        found = slurm.find_by_name("lq-test-never-submitted")
+
+    assert found is None
+    assert [command.tool for command in commands] == ["squeue", "sacct"]
+
+
+def test_a_sync_cycle_costs_one_squeue_and_one_sacct(job_dir: JobDir) -> None:
+    ids = [job_dir.submit(job_dir.spec(job_dir.script("true", "--hold"))) for _ in range(3)]
+    before = runner.command_counts.copy()
+
+    live = slurm.queue()
+    records = slurm.accounting(job_ids=ids)
+
+    assert set(ids) <= set(live)
+    assert set(records) == set(ids)
+    assert runner.command_counts - before == {"squeue": 1, "sacct": 1}
+
+
+def test_accounting_by_window_and_account_finds_recent_jobs(job_dir: JobDir) -> None:
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true", "--hold")))
+    record = slurm.accounting(job_ids=[job_id])[job_id]
+
+    found = slurm.accounting(since=record.submit, accounts=["cs101"])
+    elsewhere = slurm.accounting(since=record.submit, accounts=["research"])
+
+    assert job_id in found and job_id not in elsewhere
+    assert found[job_id].state == "PENDING"
+
+
+def test_worker_secrets_do_not_reach_the_job(
+    job_dir: JobDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DJANGO_SECRET_KEY", "do-not-leak-4711")
+    monkeypatch.setenv("SBATCH_ACCOUNT", "research")  # would redirect the job if read
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("env")))
+
+    record = wait_for_final(job_id)
+
+    assert record.state == "COMPLETED" and record.account == "cs101"
+    environment = job_dir.read("out.txt")
+    assert "SLURM_JOB_ID=" + job_id in environment
+    assert "do-not-leak-4711" not in environment
+    assert "DJANGO_SECRET_KEY" not in environment
+
+
+def test_a_job_that_left_the_queue_is_found_by_name_in_accounting(
+    job_dir: JobDir,
+) -> None:
+    spec = job_dir.spec(job_dir.script("true"))
+    job_id = job_dir.submit(spec)
+    wait_for_final(job_id)
+    # MinJobAge=60 on the lab cluster: the job leaves squeue within ~1-2 minutes.
+    wait_for(lambda: job_id not in slurm.queue(), timeout=180, interval=5)
+
+    with runner.command_log() as commands:
+        found = slurm.find_by_name(spec.job_name)
+
+    assert found == job_id
+    assert [command.tool for command in commands] == ["squeue", "sacct"]
+
+
+def _broken_config(tmp_path: Path, **changes: str) -> Path:
+    """A copy of the client config with some keys changed (e.g. a dead port)."""
+    source = Path("/etc/slurm/slurm.conf").resolve()
+    lines = source.read_text().splitlines()
+    for key, value in changes.items():
+        lines = [line for line in lines if not line.startswith(f"{key}=")]
+        lines.append(f"{key}={value}")
+    (tmp_path / "slurm.conf").write_text("\n".join(lines) + "\n")
+    gres = source.parent / "gres.conf"
+    if gres.exists():
+        (tmp_path / "gres.conf").write_text(gres.read_text())
+    return tmp_path / "slurm.conf"
+
+
+def test_an_unreachable_controller_makes_queue_and_submit_unavailable(
+    job_dir: JobDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = job_dir.spec(job_dir.script("true"))
+    monkeypatch.setenv("SLURM_CONF", str(_broken_config(tmp_path, SlurmctldPort="1", MessageTimeout="2")))
+    started = time.monotonic()
+
+    with pytest.raises(slurm.SlurmUnavailable) as queue_error:
+        slurm.queue()
+    with pytest.raises(slurm.SlurmUnavailable) as submit_error:
+        slurm.submit(spec)
+
+    assert "Unable to contact slurm controller" in queue_error.value.message
+    assert "Unable to contact slurm controller" in submit_error.value.message
+    assert time.monotonic() - started < 20
+
+
+def test_an_unreachable_slurmdbd_makes_accounting_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(_broken_config(tmp_path, AccountingStoragePort="1")))
+
+    with pytest.raises(slurm.SlurmUnavailable):
+        slurm.accounting(since=None, job_ids=["1"])

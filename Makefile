@@ -12,7 +12,7 @@ demo: prereqs venv cluster services
 	scripts/demo
 
 test: prereqs venv cluster services
-	DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_SECRET_KEY=test-only-secret $(VENV)/bin/pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/15 LABQUEUE_SECRET_KEY=test-only-secret $(VENV)/bin/pytest $(PYTEST_ARGS)
 	$(VENV)/bin/ruff check .
 
 lint: venv

@@ -63,7 +63,7 @@ def validate_schema(schema: object) -> list[dict]:
         if not isinstance(spec, dict):
             raise ValidationError(f"Parameter {position} must be an object with a name and a type.")
         name = spec.get("name")
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise ValidationError(
                 f"Parameter {position}: the name must be a shell variable name "
                 "(letters, digits and '_', not starting with a digit, at most 32 characters)."

@@ -10,7 +10,6 @@ import stat
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from tempfile import SpooledTemporaryFile
 
 MAX_LISTED_FILES = 500
@@ -30,8 +29,8 @@ class JobFile:
 def _parts(relative: str) -> list[str]:
     if not relative or "\x00" in relative or relative.startswith("/") or "\\" in relative:
         raise UnsafePath(relative)
-    parts = PurePosixPath(relative).parts
-    if not parts or any(part in ("", ".", "..") for part in parts):
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") for part in parts):
         raise UnsafePath(relative)
     return list(parts)
 

@@ -168,9 +168,7 @@ def with_queue_positions(jobs: dict[str, LiveJob]) -> dict[str, LiveJob]:
     ranked = {job_id: replace(job, queue_position=None) for job_id, job in jobs.items()}
     oldest = datetime.max.replace(tzinfo=UTC)
     for waiting in pending.values():
-        waiting.sort(
-            key=lambda job: (-job.priority, job.submit_time or oldest, job_id_key(job.job_id))
-        )
+        waiting.sort(key=lambda job: (-job.priority, job.submit_time or oldest, job_id_key(job.job_id)))
         for position, job in enumerate(waiting, start=1):
             ranked[job.job_id] = replace(job, queue_position=position)
     return ranked

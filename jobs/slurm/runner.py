@@ -131,8 +131,7 @@ def run(
     except FileNotFoundError as exc:
         logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
         raise SlurmUnavailable(
-            f"{os.path.basename(full[0])} is not installed on the worker "
-            "(check PATH or SLURM_BIN_DIR)",
+            f"{os.path.basename(full[0])} is not installed on the worker (check PATH or SLURM_BIN_DIR)",
             full,
         ) from exc
     except subprocess.TimeoutExpired as exc:
@@ -141,9 +140,7 @@ def run(
     finally:
         seconds = time.monotonic() - started
         _record(Command(tool, argv, run_as, seconds, returncode))
-        logger.debug(
-            "slurm: %s -> %s in %.3fs", shlex.join(full), returncode, seconds
-        )
+        logger.debug("slurm: %s -> %s in %.3fs", shlex.join(full), returncode, seconds)
     if returncode != 0:
         error = classify(full, returncode, stderr, stdout)
         logger.log(

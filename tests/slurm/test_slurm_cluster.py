@@ -12,7 +12,7 @@ import pytest
 from jobs import slurm
 from jobs.slurm import runner
 
-from .conftest import STUDENT, JobDir, wait_for, wait_for_final
+from .helpers import STUDENT, JobDir, wait_for, wait_for_final
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("cluster")]
 
@@ -49,8 +49,7 @@ def test_an_unknown_account_is_rejected_with_slurms_own_message(job_dir: JobDir)
         slurm.submit(spec)
 
     assert caught.value.message == (
-        "Batch job submission failed: "
-        "Invalid account or account/partition combination specified"
+        "Batch job submission failed: Invalid account or account/partition combination specified"
     )
     assert "sbatch" in caught.value.argv
 
@@ -159,9 +158,7 @@ def test_accounting_by_window_and_account_finds_recent_jobs(job_dir: JobDir) -> 
     assert found[job_id].state == "PENDING"
 
 
-def test_worker_secrets_do_not_reach_the_job(
-    job_dir: JobDir, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DJANGO_SECRET_KEY", "do-not-leak-4711")
     monkeypatch.setenv("SBATCH_ACCOUNT", "research")  # would redirect the job if read
     job_id = job_dir.submit(job_dir.spec(job_dir.script("env")))
@@ -222,9 +219,7 @@ def test_an_unreachable_controller_makes_queue_and_submit_unavailable(
     assert time.monotonic() - started < 20
 
 
-def test_an_unreachable_slurmdbd_makes_accounting_unavailable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_unreachable_slurmdbd_makes_accounting_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLURM_CONF", str(_broken_config(tmp_path, AccountingStoragePort="1")))
 
     with pytest.raises(slurm.SlurmUnavailable):

@@ -1,0 +1,33 @@
+"""A job Slurm refuses is marked refused, with Slurm's own reason shown to the student."""
+
+import pytest
+from django.urls import reverse
+
+from jobs.models import Job, Status
+from tests.conftest import dispatch, submit_form
+
+pytestmark = pytest.mark.slurm
+
+
+def test_an_account_slurm_does_not_know_is_shown_as_refused_with_slurms_reason(client, student, course, assignment):
+    course.slurm_account = "nosuchacct"
+    course.save()
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = dispatch(Job.objects.get())
+    assert job.status == Status.REJECTED
+    assert "Invalid account" in job.message
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "Refused by the cluster" in page
+    assert "Invalid account" in page
+    assert "hx-trigger" not in page
+
+
+def test_a_student_with_no_cluster_account_gets_a_clear_refusal(client, student, assignment):
+    student.netid = "nosuchuser"
+    student.save()
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = dispatch(Job.objects.get())
+    assert job.status == Status.REJECTED
+    assert "no account named 'nosuchuser'" in job.message

@@ -1,0 +1,56 @@
+"""When Slurm does not answer, the job waits and says so; nothing is lost."""
+
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from jobs import services, slurm
+from jobs.models import Job, Status
+from tests.conftest import submit_form, wait_for_status
+
+pytestmark = pytest.mark.slurm
+
+
+def unreachable_controller(tmp_path: Path) -> str:
+    source = Path("/etc/slurm/slurm.conf").resolve()
+    lines = [line for line in source.read_text().splitlines() if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
+    (tmp_path / "slurm.conf").write_text("\n".join(lines + ["SlurmctldPort=1", "MessageTimeout=2"]) + "\n")
+    (tmp_path / "gres.conf").write_text((source.parent / "gres.conf").read_text())
+    return str(tmp_path / "slurm.conf")
+
+
+def test_an_unreachable_controller_keeps_the_job_queued_and_a_later_try_submits_it(
+    client, student, assignment, tmp_path, monkeypatch
+):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+
+    monkeypatch.setenv("SLURM_CONF", unreachable_controller(tmp_path))
+    with pytest.raises(slurm.SlurmUnavailable):
+        services.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "The cluster is not answering right now" in page
+    assert "will send it again automatically" in page
+
+    monkeypatch.delenv("SLURM_CONF")
+    services.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == Status.PENDING
+    assert Job.objects.filter(slurm_job_id=job.slurm_job_id).count() == 1
+    wait_for_status(job, Status.COMPLETED)
+
+
+def test_a_sync_that_cannot_reach_slurm_keeps_the_last_known_state(client, student, assignment, tmp_path, monkeypatch):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    services.job_dispatch(job_id=job.pk)
+    monkeypatch.setenv("SLURM_CONF", unreachable_controller(tmp_path))
+    with pytest.raises(slurm.SlurmUnavailable):
+        services.jobs_sync()
+    job.refresh_from_db()
+    assert job.status == Status.PENDING

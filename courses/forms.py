@@ -4,7 +4,8 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from courses.models import Assignment, Course
+from courses.hints import pattern_problem
+from courses.models import Assignment, Course, Hint
 from courses.policy import resource_problems
 from courses.scripting import Resources, validate_schema, validate_template, validate_values
 
@@ -29,7 +30,7 @@ class AssignmentForm(forms.ModelForm):
         model = Assignment
         fields = [
             "title", "slug", "description", "script_template", "parameters", "datasets",
-            "gpus", "cpus", "mem_mb", "minutes",
+            "gpus", "cpus", "mem_mb", "minutes", "max_attempts",
         ]  # fmt: skip
         labels = {"gpus": "GPUs", "cpus": "CPUs", "mem_mb": "Memory (MB)", "minutes": "Wall time (minutes)"}
         widgets = {"script_template": forms.Textarea(attrs={"rows": 14, "class": "mono"})}
@@ -64,6 +65,8 @@ class AssignmentForm(forms.ModelForm):
         upload = self.cleaned_data.get("starter_file")
         if upload and upload.size > settings.LABQUEUE_UPLOAD_MAX_BYTES:
             raise ValidationError(f"Starter files are limited to {settings.LABQUEUE_UPLOAD_MAX_BYTES} bytes.")
+        if upload and (problem := upload_name_problem(upload.name)):
+            raise ValidationError(problem)
         return upload
 
     def clean(self) -> dict:
@@ -139,8 +142,8 @@ class SubmissionForm(forms.Form):
                 f"The files add up to more than {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB."
             )
         for upload in uploads:
-            if not _safe_upload_name(upload.name):
-                raise ValidationError(f"'{upload.name}' is not a usable file name.")
+            if problem := upload_name_problem(upload.name):
+                raise ValidationError(problem)
         return uploads
 
     def clean(self) -> dict:
@@ -165,6 +168,20 @@ class SubmissionForm(forms.Form):
         return data
 
 
+#: Files the portal itself writes into every job directory; a starter file or upload must not replace them
+#: (the files are copied in after job.sh is written, so a "job.sh" would become the batch script).
+PORTAL_FILE_NAMES = ("job.sh", "job.out", "job.err")
+
+
+def upload_name_problem(name: str) -> str | None:
+    """Why a file cannot be copied into a job directory under this name, or None."""
+    if name in PORTAL_FILE_NAMES:
+        return f"'{name}' is a file the portal writes itself ({', '.join(PORTAL_FILE_NAMES)}); rename your file."
+    if not _safe_upload_name(name):
+        return f"'{name}' is not a usable file name."
+    return None
+
+
 def _safe_upload_name(name: str) -> bool:
     return bool(name) and "/" not in name and "\\" not in name and name not in {".", ".."} and (
         not name.startswith(".")
@@ -181,3 +198,61 @@ def _parameter_field(spec: dict) -> forms.Field:
     if spec["type"] == "choice":
         return forms.ChoiceField(choices=[(c, c) for c in spec["choices"]], **common)
     return forms.CharField(max_length=200, strip=False, required=False, **common)
+
+
+class HintForm(forms.ModelForm):
+    class Meta:
+        model = Hint
+        fields = ["assignment", "state", "pattern", "message"]
+        widgets = {"message": forms.Textarea(attrs={"rows": 3})}
+        labels = {"state": "Slurm state (optional)", "pattern": "Pattern in the output (optional)"}
+
+    def __init__(self, *args, course: Course, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.instance.course = course
+        self.fields["assignment"].queryset = course.assignments.all()
+        self.fields["assignment"].empty_label = "Every assignment of the course"
+
+    def clean_pattern(self) -> str:
+        pattern = self.cleaned_data["pattern"]
+        problem = pattern_problem(pattern) if pattern else ""
+        if problem:
+            raise ValidationError(problem)
+        return pattern
+
+    def clean_state(self) -> str:
+        return self.cleaned_data["state"].strip().upper()
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if not data.get("pattern") and not data.get("state"):
+            raise ValidationError("Give a pattern, a Slurm state, or both: otherwise the hint would show on every job.")
+        return data
+
+
+ROSTER_MAX_BYTES = 1024 * 1024
+
+
+class RosterUploadForm(forms.Form):
+    roster = forms.FileField(
+        label="Roster CSV",
+        help_text="A header row naming netid, email, name and role, then one person per line. Roles: student, "
+        "ta, instructor. People enrolled now but missing from the file are dropped from the course.",
+    )
+
+    def clean_roster(self) -> str:
+        upload = self.cleaned_data["roster"]
+        if upload.size > ROSTER_MAX_BYTES:
+            raise ValidationError(f"A roster file is limited to {ROSTER_MAX_BYTES // 1024} KB.")
+        try:
+            return upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ValidationError("Save the roster as UTF-8 CSV (in Excel: “CSV UTF-8”).")
+
+
+class RosterConfirmForm(forms.Form):
+    """Carries the previewed CSV and the digest of the previewed plan, so confirming applies exactly that."""
+
+    csv_text = forms.CharField(widget=forms.HiddenInput, strip=False, max_length=ROSTER_MAX_BYTES)
+    digest = forms.CharField(widget=forms.HiddenInput, max_length=64)
+

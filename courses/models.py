@@ -83,6 +83,9 @@ class Assignment(models.Model):
     cpus = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
     mem_mb = models.PositiveIntegerField(default=2000, validators=[MinValueValidator(100)])
     minutes = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1)])
+    max_attempts = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Most jobs (attempts) one student may submit; empty for no limit."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -115,3 +118,27 @@ class StarterFile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Hint(models.Model):
+    """An instructor's advice shown on failed jobs whose log or state matches."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="hints")
+    assignment = models.ForeignKey(
+        Assignment, null=True, blank=True, on_delete=models.CASCADE, related_name="hints",
+        help_text="Empty: applies to every assignment of the course.",
+    )  # fmt: skip
+    pattern = models.CharField(
+        max_length=200, blank=True, help_text="A regular expression searched in the end of the job's output."
+    )
+    state = models.CharField(
+        max_length=32, blank=True, help_text="Only for jobs that ended in this Slurm state (e.g. TIMEOUT)."
+    )
+    message = models.TextField(max_length=2000)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return self.message[:60]

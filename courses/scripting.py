@@ -99,7 +99,9 @@ def validate_schema(schema: object) -> list[dict]:
         else:
             pattern = spec.get("pattern", "")
             if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
-                raise ValidationError(f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters.")
+                raise ValidationError(
+                    f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters."
+                )
             try:
                 re.compile(pattern)
             except re.error as error:

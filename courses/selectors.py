@@ -34,3 +34,9 @@ def assignment_get(*, course: Course, slug: str) -> Assignment:
 
 def assignment_list(*, course: Course) -> QuerySet[Assignment]:
     return Assignment.objects.filter(course=course).order_by("title")
+
+
+def roster_current(*, course: Course) -> dict[str, str]:
+    """netid -> role of everyone enrolled who has a cluster user name (the roster keys people by netid)."""
+    rows = Enrollment.objects.filter(course=course, user__netid__isnull=False).values_list("user__netid", "role")
+    return dict(rows)

@@ -8,6 +8,9 @@ urlpatterns = [
     path("", views.course_list, name="course-list"),
     path("courses/<slug:slug>/", views.course_detail, name="course-detail"),
     path("courses/<slug:slug>/assignments/new/", views.assignment_edit, name="assignment-create"),
+    path("courses/<slug:slug>/roster/", views.roster_import, name="roster-import"),
+    path("courses/<slug:slug>/hints/", views.hint_list, name="hint-list"),
+    path("courses/<slug:slug>/hints/<int:hint_id>/delete/", views.hint_delete, name="hint-delete"),
     path(
         "courses/<slug:slug>/assignments/<slug:assignment_slug>/",
         views.assignment_detail,

@@ -1,14 +1,16 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.forms import AssignmentForm, SubmissionForm
+from courses.forms import AssignmentForm, HintForm, RosterConfirmForm, RosterUploadForm, SubmissionForm
 from courses.models import STAFF_ROLES, Assignment, Role
+from courses.roster import roster_plan
 from courses.scripting import Resources, default_values, render_script
-from courses.selectors import assignment_get, assignment_list, course_get_for_user, enrollment_list
-from courses.services import assignment_save
+from courses.selectors import assignment_get, assignment_list, course_get_for_user, enrollment_list, roster_current
+from courses.services import assignment_save, roster_apply
 
 
 def _preview(assignment) -> str:
@@ -76,3 +78,57 @@ def assignment_edit(request: HttpRequest, slug: str, assignment_slug: str | None
             return redirect("courses:assignment-detail", slug=course.slug, assignment_slug=saved.slug)
     context = {"course": course, "form": form, "assignment": assignment, "preview": preview}
     return render(request, "courses/assignment_form.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def hint_list(request: HttpRequest, slug: str) -> HttpResponse:
+    """An instructor's hints, shown to students whose failed job matches."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
+    form = HintForm(request.POST or None, course=course)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Hint saved. It shows on failed jobs that match.")
+        return redirect("courses:hint-list", slug=course.slug)
+    hints = course.hints.select_related("assignment")
+    return render(request, "courses/hint_list.html", {"course": course, "form": form, "hints": hints})
+
+
+@require_POST
+@login_required
+def hint_delete(request: HttpRequest, slug: str, hint_id: int) -> HttpResponse:
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
+    get_object_or_404(course.hints, pk=hint_id).delete()
+    messages.success(request, "Hint deleted.")
+    return redirect("courses:hint-list", slug=course.slug)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def roster_import(request: HttpRequest, slug: str) -> HttpResponse:
+    """Upload a roster CSV, preview adds / role changes / drops, then confirm exactly that preview."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
+    keep = frozenset({request.user.netid} - {None})
+    confirming = "confirm" in request.POST
+    form = RosterUploadForm(None if confirming else request.POST or None, None if confirming else request.FILES or None)
+    text, plan = "", None
+    if confirming and (confirm := RosterConfirmForm(request.POST)).is_valid():
+        text = confirm.cleaned_data["csv_text"]
+        plan = roster_plan(text, roster_current(course=course), keep=keep)
+        if plan.ok and plan.digest() == confirm.cleaned_data["digest"]:
+            try:
+                roster_apply(course=course, plan=plan, actor=request.user)
+            except ValidationError as error:
+                messages.error(request, " ".join(error.messages))
+            else:
+                messages.success(request, f"Roster applied: {len(plan.adds)} added, "
+                                 f"{len(plan.role_changes)} role changes, {len(plan.drops)} dropped.")  # fmt: skip
+                return redirect("courses:course-detail", slug=course.slug)
+        else:
+            messages.error(request, "The roster or the course changed since the preview. Check this preview again.")
+    elif request.method == "POST" and form.is_valid():
+        text = form.cleaned_data["roster"]
+        plan = roster_plan(text, roster_current(course=course), keep=keep)
+    confirm = RosterConfirmForm(initial={"csv_text": text, "digest": plan.digest()}) if plan and plan.ok else None
+    context = {"course": course, "form": form, "plan": plan, "confirm": confirm}
+    return render(request, "courses/roster_import.html", context, status=400 if plan and not plan.ok else 200)

@@ -99,6 +99,18 @@ def tail(root: str, relative: str, limit: int) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > limit
 
 
+def read_page(root: str, relative: str, *, page: int, page_size: int) -> tuple[str, int]:
+    """One page of a file from its start (1-based), and the file's size."""
+    try:
+        fd = open_file(root, relative)
+    except UnsafePath:
+        return "", 0
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek((page - 1) * page_size)
+        return handle.read(page_size).decode("utf-8", errors="replace"), size
+
+
 class TooLarge(Exception):
     pass
 

@@ -18,6 +18,7 @@ class Status(models.TextChoices):
 
 
 TERMINAL = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.REJECTED})
+RETRYABLE = frozenset({Status.FAILED, Status.CANCELLED, Status.REJECTED})
 ACTIVE_IN_SLURM = frozenset({Status.PENDING, Status.RUNNING})
 FINISHED_SLURM = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
@@ -60,6 +61,23 @@ class Job(models.Model):
     message = models.TextField(blank=True, help_text="What the portal or Slurm last said about this job.")
     submit_attempts = models.PositiveSmallIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
+    cancelled_by = models.CharField(max_length=64, blank=True, help_text="Who Slurm says cancelled it.")
+    explanation_key = models.CharField(max_length=64, blank=True, db_index=True)
+    accounting = models.JSONField(default=dict, blank=True, help_text="Slurm's accounting record (sacct).")
+
+    attempt = models.PositiveSmallIntegerField(default=1)
+    retry_of = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="retried_by",
+        help_text="The attempt this one retries; each attempt is retried at most once.",
+    )  # fmt: skip
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="Who pressed submit or retry, when not the student (e.g. a TA).",
+    )  # fmt: skip
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -81,6 +99,14 @@ class Job(models.Model):
         return self.status in TERMINAL
 
     @property
+    def can_retry(self) -> bool:
+        return self.status in RETRYABLE
+
+    @property
+    def resources(self) -> dict[str, int]:
+        return {"gpus": self.gpus, "cpus": self.cpus, "mem_mb": self.mem_mb, "minutes": self.minutes}
+
+    @property
     def can_cancel(self) -> bool:
         return not self.is_terminal and not self.cancel_requested
 
@@ -95,6 +121,21 @@ class Job(models.Model):
     @property
     def stderr_name(self) -> str:
         return "job.err"
+
+
+class JobNote(models.Model):
+    """A note from course staff on a job, visible to the student."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="notes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    text = models.TextField(max_length=4000)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"Note by {self.author} on {self.job_id}"
 
 
 class JobEvent(models.Model):
@@ -112,3 +153,67 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_status}->{self.to_status}: {self.cause}"
+
+
+class UsageRecord(models.Model):
+    """The portal's own copy of one Slurm allocation record (a `sacct -X` row).
+
+    Unique per (cluster, slurm_job_id, submitted_at), the same key slurmdbd uses for its
+    job table: job ids start again after a cluster reset, and a requeued run gets a new
+    submit time, but one run of one job on one cluster always has one submit time.
+    """
+
+    cluster = models.CharField(max_length=64)
+    slurm_job_id = models.CharField(max_length=32)
+    submitted_at = models.DateTimeField()
+    job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records",
+        help_text="The portal job it belongs to, found by the lq-<uuid> job name; empty for jobs made outside.",
+    )  # fmt: skip
+    job_name = models.CharField(max_length=200, blank=True)
+    user = models.CharField(max_length=64, help_text="Cluster username.")
+    account = models.CharField(max_length=64)
+    partition = models.CharField(max_length=64, blank=True)
+    qos = models.CharField(max_length=64, blank=True)
+    reservation = models.CharField(max_length=64, blank=True)
+    state = models.CharField(max_length=32)
+    exit_code = models.IntegerField(null=True, blank=True)
+    exit_signal = models.IntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    elapsed_seconds = models.PositiveIntegerField(default=0)
+    gpus = models.PositiveIntegerField(default=0, help_text="gres/gpu in AllocTRES.")
+    cpus = models.PositiveIntegerField(default=0)
+    mem_mb = models.PositiveIntegerField(default=0)
+    billing = models.PositiveIntegerField(default=0, help_text="Slurm billing units (TRESBillingWeights), not money.")
+    ingested_at = models.DateTimeField(help_text="When an ingest first wrote this row.")
+
+    class Meta:
+        ordering = ["submitted_at", "slurm_job_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "slurm_job_id", "submitted_at"], name="one_usage_record_per_run")
+        ]
+        indexes = [
+            models.Index(fields=["account", "started_at"], name="usage_account_start"),
+            models.Index(fields=["account", "user"], name="usage_account_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Slurm job {self.slurm_job_id} on {self.cluster} ({self.state})"
+
+
+class AccountingCursor(models.Model):
+    """How far Slurm's accounting has been copied into UsageRecord, per cluster.
+
+    It moves only after a successful ingest, so a cycle that finds slurmdbd down
+    changes nothing and the next one asks for the whole gap again.
+    """
+
+    cluster = models.CharField(max_length=64, unique=True)
+    ingested_until = models.DateTimeField()
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.cluster}: accounting ingested until {self.ingested_until}"

@@ -1,28 +1,35 @@
+from datetime import timedelta
 from uuid import UUID
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from courses.models import STAFF_ROLES, Course
 from courses.selectors import course_role
-from jobs.models import Job
+from jobs.models import Job, Status
+
+FAILED = (Status.FAILED, Status.REJECTED)
 
 
-def job_get_for_user(*, user, job_uuid: UUID, owner_action: bool = False) -> Job:
+def job_get_for_user(*, user, job_uuid: UUID, owner_action: bool = False, staff_action: bool = False) -> Job:
     """The job if the user may see it: its owner, or the course's TAs and instructors.
 
-    Someone else's job is a 404. Course staff asking for an owner-only action get 403.
+    Someone else's job is a 404. Course staff asking for an owner-only action get 403;
+    so does the owner asking for a staff-only action (notes, review).
     """
     job = Job.objects.select_related("assignment__course", "user", "dataset").filter(uuid=job_uuid).first()
     if job is None:
         raise Http404("No such job.")
-    if job.user_id == user.pk:
+    if job.user_id == user.pk and not staff_action:
         return job
     if course_role(user=user, course=job.assignment.course) in STAFF_ROLES:
         if owner_action:
             raise PermissionDenied("Only the student who submitted this job can do that.")
         return job
+    if job.user_id == user.pk:
+        raise PermissionDenied("Only course staff can do that.")
     raise Http404("No such job.")
 
 
@@ -38,3 +45,33 @@ def job_list_for_course(*, course: Course, status: str = "") -> QuerySet[Job]:
     if status:
         jobs = jobs.filter(status=status)
     return jobs.order_by("-created_at")
+
+
+def job_list_failed(*, course: Course, assignment: str = "", explanation: str = "", student: str = "") -> QuerySet[Job]:
+    jobs = Job.objects.filter(assignment__course=course, status__in=FAILED).select_related("assignment", "user")
+    if assignment:
+        jobs = jobs.filter(assignment__slug=assignment)
+    if explanation:
+        jobs = jobs.filter(explanation_key=explanation)
+    if student:
+        jobs = jobs.filter(Q(user__username=student) | Q(run_as=student))
+    return jobs.order_by("-created_at")
+
+
+def failure_counts(*, course: Course, days: int) -> list[dict]:
+    """How many failed attempts each explanation had in the last `days` days, commonest first."""
+    since = timezone.now() - timedelta(days=days)
+    rows = Job.objects.filter(assignment__course=course, status__in=FAILED, created_at__gte=since)
+    return list(rows.values("explanation_key").annotate(count=Count("pk")).order_by("-count", "explanation_key"))
+
+
+def job_attempts(*, job: Job) -> list[Job]:
+    """Every attempt in the job's retry chain, first to last (a short chain: one query per link)."""
+    chain = [job]
+    while chain[0].retry_of_id:
+        chain.insert(0, Job.objects.only("uuid", "attempt", "status", "retry_of").get(pk=chain[0].retry_of_id))
+    later = Job.objects.filter(retry_of=chain[-1]).only("uuid", "attempt", "status", "retry_of").first()
+    while later is not None:
+        chain.append(later)
+        later = Job.objects.filter(retry_of=later).only("uuid", "attempt", "status", "retry_of").first()
+    return chain

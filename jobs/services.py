@@ -1,13 +1,15 @@
 """Writes: submitting, dispatching to Slurm, syncing states, cancelling."""
 
+import dataclasses
 import logging
-from datetime import timedelta
+import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -15,7 +17,8 @@ from courses.models import Assignment, Dataset
 from courses.policy import resource_problems
 from courses.scripting import Resources, render_script
 from jobs import slurm
-from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, Status
+from jobs.explanations import explain
+from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, JobNote, Status
 from jobs.workdir import WorkdirError, job_workdir, staging_clear, staging_dir, workdir_prepare
 
 log = logging.getLogger(__name__)
@@ -46,9 +49,13 @@ def job_transition(*, job: Job, to: str, cause: str, actor=None, **fields) -> bo
 @transaction.atomic
 def job_submit(
     *, user, assignment: Assignment, values: dict, resources: Resources, dataset: Dataset | None = None,
-    uploads: list[UploadedFile] = (),
+    uploads: list[UploadedFile] = (), retry_of: Job | None = None, actor=None,
 ) -> Job:
-    """Record a job request and send it to the cluster once the transaction commits."""
+    """Record a job request and send it to the cluster once the transaction commits.
+
+    `actor` is who pressed the button when it is not the student (a TA retrying for them).
+    """
+    actor = actor or user
     if not user.netid:
         raise ValidationError(
             "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
@@ -60,6 +67,12 @@ def job_submit(
         raise ValidationError(list(problems.values()))
     if dataset is not None and not assignment.datasets.filter(pk=dataset.pk).exists():
         raise ValidationError("That data set is not approved for this assignment.")
+    used = Job.objects.filter(user=user, assignment=assignment).count()
+    if assignment.max_attempts and used >= assignment.max_attempts:
+        raise ValidationError(
+            f"This assignment allows {assignment.max_attempts} attempts per student and "
+            f"{used} have been used. Ask your instructor if you need another."
+        )
     script = render_script(
         body=assignment.script_template,
         values=values,
@@ -71,9 +84,17 @@ def job_submit(
     job.gpus, job.cpus, job.mem_mb, job.minutes = resources.gpus, resources.cpus, resources.mem_mb, resources.minutes
     job.account, job.partition, job.script = course.slurm_account, course.partition, script
     job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
+    job.created_by = actor if actor.pk != user.pk else None
+    if retry_of is not None:
+        job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
     job.save()
-    JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause="Submitted in the portal.", actor=user)
+    cause = f"Retry of attempt {retry_of.attempt}." if retry_of else "Submitted in the portal."
+    if actor.pk != user.pk:
+        cause += f" Requested by {actor} on the student's behalf."
+    JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
     _stage_uploads(job, uploads)
+    if retry_of is not None:
+        _copy_staged(source=retry_of, target=job)
     _enqueue_submit(job)
     return job
 
@@ -87,6 +108,62 @@ def _stage_uploads(job: Job, uploads: list[UploadedFile]) -> None:
         with open(folder / upload.name, "wb") as target:
             for chunk in upload.chunks():
                 target.write(chunk)
+
+
+def _copy_staged(*, source: Job, target: Job) -> None:
+    """A retry gets the files the student uploaded for the attempt it retries."""
+    staged = staging_dir(str(source.uuid))
+    if staged.is_dir():
+        shutil.copytree(staged, staging_dir(str(target.uuid)), dirs_exist_ok=True)
+
+
+@transaction.atomic
+def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
+    """A new attempt of a failed, cancelled or refused job: same parameters, data set and files;
+    resources as given (still within the course's limits). Each attempt is retried at most once,
+    so a double click or a replayed POST returns the same new attempt."""
+    existing = Job.objects.filter(retry_of=job).first()
+    if existing is not None:
+        return existing
+    if not job.can_retry:
+        raise ValidationError("Only a failed, cancelled or refused job can be retried.")
+    try:
+        with transaction.atomic():
+            return job_submit(
+                user=job.user, assignment=job.assignment, values=job.parameters, dataset=job.dataset,
+                resources=resources or Resources(**job.resources), retry_of=job, actor=actor,
+            )  # fmt: skip
+    except IntegrityError:
+        return Job.objects.get(retry_of=job)
+
+
+def retry_suggestion(*, job: Job, suggest: dict[str, int]) -> Resources:
+    """Resources for a retry: the explanation's suggested factor, kept within the course's limits."""
+    course = job.assignment.course
+    caps = {"gpus": course.max_gpus_per_job, "cpus": course.max_cpus_per_job,
+            "mem_mb": course.max_mem_mb_per_job, "minutes": course.max_minutes_per_job}  # fmt: skip
+    values = dict(job.resources)
+    for name, factor in suggest.items():
+        values[name] = min(caps[name], values[name] * factor) if factor else min(caps[name], values[name])
+    return Resources(**values)
+
+
+@transaction.atomic
+def job_note_add(*, job: Job, author, text: str) -> JobNote:
+    text = text.strip()
+    if not text:
+        raise ValidationError("Write something in the note.")
+    note = JobNote.objects.create(job=job, author=author, text=text)
+    JobEvent.objects.create(job=job, cause="Course staff added a note.", actor=author)
+    return note
+
+
+@transaction.atomic
+def job_review(*, job: Job, reviewer) -> None:
+    if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(
+        reviewed_at=timezone.now(), reviewed_by=reviewer
+    ):
+        JobEvent.objects.create(job=job, cause="Marked as reviewed.", actor=reviewer)
 
 
 def _enqueue_submit(job: Job) -> None:
@@ -134,7 +211,7 @@ def job_dispatch(*, job_id: int) -> None:
         job_transition(
             job=job, to=Status.REJECTED, cause=f"Not accepted: {error}", message=str(error), ended_at=timezone.now()
         )
-        staging_clear(str(job.uuid))
+        _store_explanation(job)
         return
     job_transition(
         job=job,
@@ -145,7 +222,6 @@ def job_dispatch(*, job_id: int) -> None:
         submitted_at=timezone.now(),
         message="",
     )
-    staging_clear(str(job.uuid))
     if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
         _enqueue_cancel(job)
 
@@ -201,6 +277,8 @@ def _live_fields(live: "slurm.LiveJob") -> dict:
 
 def _final_fields(record: "slurm.AcctRecord") -> dict:
     return {
+        "cancelled_by": record.cancelled_by,
+        "accounting": _record_json(record),
         "slurm_state": record.state,
         "reason": "" if record.reason in ("None", "") else record.reason,
         "queue_position": None,
@@ -210,6 +288,11 @@ def _final_fields(record: "slurm.AcctRecord") -> dict:
         "ended_at": record.end,
         "elapsed_seconds": record.elapsed_seconds,
     }
+
+
+def _record_json(record: "slurm.AcctRecord") -> dict:
+    data = dataclasses.asdict(record)
+    return {key: value.isoformat() if isinstance(value, datetime) else value for key, value in data.items()}
 
 
 def final_status(state: str) -> str | None:
@@ -251,8 +334,17 @@ def jobs_sync() -> int:
             target = final_status(record.state) if record else None
             if target is not None:
                 cause = f"Slurm's accounting reports {record.state}, exit code {record.exit_code}."
-                job_transition(job=job, to=target, cause=cause, **_final_fields(record))
+                if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
+                    _store_explanation(job)
     return len(active)
+
+
+def _store_explanation(job: Job) -> None:
+    """Remember which explanation a finished job got, for the TAs' failure counts."""
+    explanation = explain(job)
+    if explanation is not None:
+        Job.objects.filter(pk=job.pk).update(explanation_key=explanation.key)
+        job.explanation_key = explanation.key
 
 
 def jobs_requeue_stale() -> int:

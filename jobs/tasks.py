@@ -36,3 +36,14 @@ def sync_jobs() -> None:
     except slurm.SlurmUnavailable as error:
         log.warning("Job sync skipped, Slurm did not answer: %s", error)
     services.jobs_requeue_stale()
+
+
+@shared_task
+def ingest_usage() -> None:
+    """Copy new Slurm accounting into UsageRecord. When slurmdbd is down the mark stays; the next run catches up."""
+    from jobs.reports.ingest import usage_ingest
+
+    try:
+        usage_ingest()
+    except slurm.SlurmUnavailable as error:
+        log.warning("Usage ingest skipped, slurmdbd did not answer: %s", error)

@@ -7,16 +7,26 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.forms import SubmissionForm
 from courses.models import STAFF_ROLES, Role
 from courses.selectors import assignment_get, course_get_for_user
 from jobs import files
-from jobs.explain import status_text
-from jobs.models import Status
-from jobs.selectors import job_get_for_user, job_list, job_list_for_course
-from jobs.services import job_cancel, job_submit
+from jobs.explanations import explain, hint_messages, status_text
+from jobs.forms import NoteForm, RetryForm
+from jobs.models import Job, Status
+from jobs.selectors import (
+    failure_counts,
+    job_attempts,
+    job_get_for_user,
+    job_list,
+    job_list_failed,
+    job_list_for_course,
+)
+from jobs.services import job_cancel, job_note_add, job_retry, job_review, job_submit, retry_suggestion
+
+LOG_PAGE_BYTES = 64 * 1024
 
 
 @require_POST
@@ -37,7 +47,8 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
         else:
             messages.success(request, "Job submitted. This page updates by itself.")
             return redirect("jobs:job-detail", job_uuid=job.uuid)
-    context = {"course": course, "role": role, "assignment": assignment, "form": form, "can_edit": role == Role.INSTRUCTOR}
+    context = {"course": course, "role": role, "assignment": assignment, "form": form}
+    context["can_edit"] = role == Role.INSTRUCTOR
     return render(request, "courses/assignment_detail.html", context, status=400)
 
 
@@ -61,20 +72,29 @@ def course_jobs(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "jobs/course_jobs.html", context)
 
 
-def _detail_context(request: HttpRequest, job) -> dict:
+def _detail_context(request: HttpRequest, job: Job) -> dict:
     limit = settings.LABQUEUE_LOG_TAIL_BYTES
     stdout, stdout_cut = files.tail(job.workdir, job.stdout_name, limit)
     stderr, stderr_cut = files.tail(job.workdir, job.stderr_name, limit)
+    lines = (stdout + "\n" + stderr).splitlines()
+    explanation = explain(job, lines)
+    is_owner = job.user_id == request.user.pk
     return {
         "job": job,
         "status_text": status_text(job),
-        "is_owner": job.user_id == request.user.pk,
+        "explanation": explanation,
+        "hints": hint_messages(job, lines) if job.is_terminal else [],
+        "is_owner": is_owner,
+        "is_staff_viewer": not is_owner,
         "stdout": stdout,
         "stdout_cut": stdout_cut,
         "stderr": stderr,
         "stderr_cut": stderr_cut,
         "files": files.list_files(job.workdir) if job.submitted_at else [],
         "events": job.events.select_related("actor"),
+        "notes": job.notes.select_related("author"),
+        "attempts": job_attempts(job=job),
+        "retried_by": Job.objects.filter(retry_of=job).first(),
         "poll": not job.is_terminal,
     }
 
@@ -83,7 +103,9 @@ def _detail_context(request: HttpRequest, job) -> dict:
 @login_required
 def job_detail(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     job = job_get_for_user(user=request.user, job_uuid=job_uuid)
-    return render(request, "jobs/job_detail.html", _detail_context(request, job))
+    context = _detail_context(request, job)
+    context["note_form"] = NoteForm()
+    return render(request, "jobs/job_detail.html", context)
 
 
 @require_GET
@@ -129,3 +151,83 @@ def job_zip(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
         messages.error(request, f"{error} Download the files one at a time instead.")
         return redirect("jobs:job-detail", job_uuid=job.uuid)
     return FileResponse(archive, as_attachment=True, filename=f"{folder}.zip", content_type="application/zip")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def job_retry_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
+    """Retry as before (POST without resources) or with changed resources (the form)."""
+    job = job_get_for_user(user=request.user, job_uuid=job_uuid)
+    explanation = explain(job)
+    suggested = retry_suggestion(job=job, suggest=explanation.suggest if explanation else {})
+    form = RetryForm(request.POST or None, job=job, initial=suggested.as_dict())
+    if request.method == "POST" and ("same" in request.POST or form.is_valid()):
+        resources = None if "same" in request.POST else form.cleaned_data["resources"]
+        try:
+            new = job_retry(job=job, actor=request.user, resources=resources)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+            return redirect("jobs:job-detail", job_uuid=job.uuid)
+        messages.success(request, f"Attempt {new.attempt} submitted.")
+        return redirect("jobs:job-detail", job_uuid=new.uuid)
+    context = {"job": job, "form": form, "explanation": explanation}
+    return render(request, "jobs/job_retry.html", context, status=400 if form.errors else 200)
+
+
+@require_POST
+@login_required
+def job_note_create(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
+    job = job_get_for_user(user=request.user, job_uuid=job_uuid, staff_action=True)
+    form = NoteForm(request.POST)
+    if form.is_valid():
+        job_note_add(job=job, author=request.user, text=form.cleaned_data["text"])
+        messages.success(request, "Note added; the student sees it on this page.")
+    else:
+        messages.error(request, "The note is empty or too long (4000 characters at most).")
+    return redirect("jobs:job-detail", job_uuid=job.uuid)
+
+
+@require_POST
+@login_required
+def job_review_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
+    job = job_get_for_user(user=request.user, job_uuid=job_uuid, staff_action=True)
+    job_review(job=job, reviewer=request.user)
+    messages.success(request, "Marked as reviewed.")
+    return redirect("jobs:job-detail", job_uuid=job.uuid)
+
+
+@require_GET
+@login_required
+def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
+    """The whole stdout or stderr, one page (64 KB) at a time."""
+    job = job_get_for_user(user=request.user, job_uuid=job_uuid)
+    name = {"out": job.stdout_name, "err": job.stderr_name}.get(stream)
+    if name is None:
+        raise Http404("No such log.")
+    page = max(1, int(request.GET.get("page", "1")) if request.GET.get("page", "1").isdigit() else 1)
+    text, total = files.read_page(job.workdir, name, page=page, page_size=LOG_PAGE_BYTES)
+    pages = max(1, -(-total // LOG_PAGE_BYTES))
+    context = {"job": job, "name": name, "stream": stream, "text": text, "page": page, "pages": pages}
+    return render(request, "jobs/job_log.html", context)
+
+
+@require_GET
+@login_required
+def course_failures(request: HttpRequest, slug: str) -> HttpResponse:
+    """The TAs' triage list: failed attempts of the course, newest first, with filters."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    filters = {key: request.GET.get(key, "") for key in ("assignment", "explanation", "student")}
+    jobs = job_list_failed(course=course, **filters)[:300]
+    context = {
+        "course": course,
+        "jobs": jobs,
+        "filters": filters,
+        "counts": failure_counts(course=course, days=7),
+        "assignments": course.assignments.all(),
+    }
+    return render(request, "jobs/course_failures.html", context)
+
+
+@require_GET
+def retry_help(request: HttpRequest) -> HttpResponse:
+    return render(request, "jobs/retry_help.html")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+PORTAL_FILES = ("job.sh", "job.out", "job.err")
+
 
 class WorkdirError(Exception):
     """The job directory could not be prepared; the message is for the student."""
@@ -40,11 +42,13 @@ def workdir_prepare(*, workdir: str, netid: str, script: str, files: list[tuple[
             if directory.is_symlink():
                 raise WorkdirError("The job directory is a symbolic link; refusing to use it.")
             _own(directory, account)
-        script_path = root / "job.sh"
-        _write(script_path, script.encode(), account)
         for name, source in files:
+            if name in PORTAL_FILES or "/" in name or name.startswith("."):
+                raise WorkdirError(f"The file name '{name}' cannot be used in a job directory; rename the file.")
             with open(source, "rb") as handle:
                 _write(root / name, handle.read(), account)
+        script_path = root / "job.sh"
+        _write(script_path, script.encode(), account)
     except OSError as error:
         raise WorkdirError(f"The portal could not prepare the job directory ({error.strerror}).")
     return str(script_path)

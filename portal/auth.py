@@ -1,8 +1,169 @@
-"""Login glue for django-allauth. Accounts are provisioned (seed, roster, SSO), never self-made."""
+"""Login glue for django-allauth. Accounts are provisioned (seed, roster, SSO), never self-made.
+
+Campus SSO (SAML or OIDC) goes through `SocialAccountAdapter`:
+
+1. `pre_social_login` reads the identity (portal.sso), refuses people from outside the campus scope
+   and people without a cluster account (each with its own page), links a first login to the person
+   a roster or an admin already created with that netid, and re-syncs the staff flag and IdP-group
+   course roles on every login.
+2. For someone new, allauth signs them up: `populate_user` proposes username = netid and `save_user`
+   sets the netid in its own field. allauth may rename the username when it is taken (``jdoe1``);
+   the netid is never touched by that and is checked again after the save.
+"""
+
+from __future__ import annotations
+
+import logging
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.core.exceptions import ImmediateHttpResponse
+from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.http import HttpRequest
+from django.shortcuts import render, resolve_url
+
+from portal import sso
+
+log = logging.getLogger(__name__)
+
+#: Session key remembering which SAML IdP (and NameID / session index) a person logged in through,
+#: so logout can also end the IdP session (SAML single logout).
+SAML_SESSION_KEY = "labqueue_saml_login"
 
 
 class AccountAdapter(DefaultAccountAdapter):
     def is_open_for_signup(self, request) -> bool:
         return False
+
+    def login(self, request: HttpRequest, user) -> None:
+        super().login(request, user)
+        saml_login = getattr(request, "_labqueue_saml_login", None)
+        if saml_login:
+            request.session[SAML_SESSION_KEY] = saml_login
+        else:
+            request.session.pop(SAML_SESSION_KEY, None)
+
+    def get_logout_redirect_url(self, request: HttpRequest) -> str:
+        """Runs before the logout: after a SAML login, go on to the IdP's single logout if it has one."""
+        saml_login = request.session.get(SAML_SESSION_KEY) if request.user.is_authenticated else None
+        return (saml_login and saml_logout_url(request, saml_login)) or super().get_logout_redirect_url(request)
+
+
+def saml_logout_url(request: HttpRequest, saml_login: dict) -> str | None:
+    """The IdP address that ends the campus session too (a SAML LogoutRequest), or None without SLO.
+
+    allauth keeps no NameID or SessionIndex from the login, so the request names the person by the
+    SAML uid the portal keyed the account on (the eppn by default).
+    """
+    from allauth.socialaccount.adapter import get_adapter
+    from allauth.socialaccount.providers.saml.utils import build_auth
+
+    try:
+        provider = get_adapter().get_provider(request, "saml", client_id=saml_login["app"])
+        auth = build_auth(request, provider)
+    except Exception:  # the IdP was removed from the settings, or its metadata cannot be read now
+        log.exception("SAML single logout skipped for %s", saml_login.get("app"))
+        return None
+    if not auth.get_settings().get_idp_slo_url():
+        return None
+    return auth.logout(
+        return_to=request.build_absolute_uri(resolve_url(settings.ACCOUNT_LOGOUT_REDIRECT_URL)),
+        name_id=saml_login["uid"],
+    )
+
+
+class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    def is_open_for_signup(self, request, sociallogin) -> bool:
+        # Local signup is closed (AccountAdapter); an identity that passed pre_social_login may get an account.
+        return True
+
+    def populate_user(self, request, sociallogin, data):
+        user = super().populate_user(request, sociallogin, data)
+        try:
+            identity = _identity(sociallogin)
+        except sso.IdentityRefused:
+            return user  # pre_social_login refuses it
+        user.username = identity.netid
+        user.netid = identity.netid
+        user.email = identity.email or user.email
+        user.first_name = identity.first_name or user.first_name
+        user.last_name = identity.last_name or user.last_name
+        return user
+
+    def pre_social_login(self, request, sociallogin) -> None:
+        try:
+            identity = _identity(sociallogin)
+        except sso.IdentityRefused as refused:
+            log.warning("SSO login refused (%s): %s", sociallogin.account.provider, refused.reason)
+            raise ImmediateHttpResponse(
+                render(request, "portal/sso_refused.html", {"reason": refused.reason}, status=403)
+            )
+        if sociallogin.is_existing and sociallogin.user.netid not in (None, identity.netid):
+            log.error("SSO identity %s maps to %s, but its account has netid %s",
+                      identity.scoped_name, identity.netid, sociallogin.user.netid)  # fmt: skip
+            raise ImmediateHttpResponse(render(request, "portal/sso_refused.html", {
+                "reason": "Your portal account is linked to a different cluster user name than your campus "
+                "identity now gives. Ask the portal staff to check your account.",
+            }, status=403))  # fmt: skip
+        if not sso.account_exists(identity.netid, settings.LABQUEUE_ACCOUNT_CHECK):
+            log.info("SSO login of %s: no cluster account %s", identity.scoped_name, identity.netid)
+            raise ImmediateHttpResponse(
+                render(
+                    request,
+                    "portal/account_needed.html",
+                    {"identity": identity, "request_url": settings.LABQUEUE_ACCOUNT_REQUEST_URL},
+                    status=403,
+                )
+            )
+        if not sociallogin.is_existing:
+            existing = get_user_model().objects.filter(netid=identity.netid).first()
+            if existing is not None:
+                sociallogin.connect(request, existing)  # a roster or admin created this person already
+        if sociallogin.is_existing:
+            user = sociallogin.user
+            if user.netid is None:
+                user.netid = identity.netid
+                user.save(update_fields=["netid"])
+            _sync(user, identity)
+        _remember_saml_login(request, sociallogin)
+
+    def save_user(self, request, sociallogin, form=None):
+        identity = _identity(sociallogin)
+        sociallogin.user.netid = identity.netid
+        user = super().save_user(request, sociallogin, form)
+        user.refresh_from_db()
+        if user.netid != identity.netid:  # never expected: fail closed rather than run jobs as someone else
+            raise ImmediateHttpResponse(render(request, "portal/sso_refused.html", {
+                "reason": "Your account could not be linked to your cluster user name.",
+            }, status=403))  # fmt: skip
+        _sync(user, identity)
+        return user
+
+
+def _identity(sociallogin) -> sso.Identity:
+    provider_type = sociallogin.account.get_provider().id  # "saml" or "openid_connect"
+    claims = sso.claims_from_extra_data(provider_type, sociallogin.account.extra_data or {})
+    return sso.identity_from_claims(claims, sso.rules_from_settings(settings))
+
+
+def _sync(user, identity: sso.Identity) -> None:
+    """Staff flag and IdP-group course roles, on every SSO login."""
+    rules = sso.rules_from_settings(settings)
+    if (rules.staff_affiliations or rules.staff_groups) and not user.is_superuser:
+        is_staff = sso.is_staff_identity(identity, rules)
+        if user.is_staff != is_staff:
+            user.is_staff = is_staff
+            user.save(update_fields=["is_staff"])
+    course_roles = sso.course_roles_from_groups(identity, rules)
+    if course_roles:
+        from courses.services import enrollments_grant  # lazy: portal does not import courses at load time
+
+        enrollments_grant(user=user, course_roles=course_roles)
+
+
+def _remember_saml_login(request, sociallogin) -> None:
+    """AccountAdapter.login puts this in the new session, for single logout."""
+    provider = sociallogin.account.get_provider()
+    if provider.id == "saml":
+        request._labqueue_saml_login = {"app": provider.app.client_id, "uid": sociallogin.account.uid}

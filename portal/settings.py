@@ -1,10 +1,13 @@
 """LabQueue settings. Every value comes from the environment; see .env.example."""
 
+import json
 import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from portal.sso import DEFAULT_NETID_PATTERN, socialaccount_providers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -48,6 +51,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "allauth",
     "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.saml",
+    "allauth.socialaccount.providers.openid_connect",
     "portal",
     "courses",
     "jobs",
@@ -55,6 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -107,6 +114,7 @@ ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"
 ACCOUNT_ADAPTER = "portal.auth.AccountAdapter"
 ACCOUNT_SESSION_REMEMBER = False
+ACCOUNT_UNIQUE_EMAIL = False  # people are told apart by netid; an IdP e-mail must not block an SSO signup
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env("LABQUEUE_TIME_ZONE", "UTC")
@@ -124,6 +132,14 @@ SESSION_COOKIE_SECURE = SECURE
 CSRF_COOKIE_SECURE = SECURE
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env_int("LABQUEUE_SESSION_SECONDS", 8 * 3600)
+SESSION_COOKIE_SAMESITE = "Lax"  # SAML posts back cross-site, then allauth redirects: Lax keeps that working
+if SECURE:
+    SECURE_SSL_REDIRECT = env_bool("LABQUEUE_SSL_REDIRECT")
+    SECURE_HSTS_SECONDS = env_int("LABQUEUE_HSTS_SECONDS", 0)
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+# Behind a TLS-terminating proxy Django sees plain HTTP: trust the proxy's X-Forwarded-Proto (and only
+# set this when the proxy strips that header from clients), or SAML rejects responses posted to an
+# https:// ACS URL as sent to the wrong address, and secure cookies and redirects break.
 if env_bool("LABQUEUE_BEHIND_TLS_PROXY"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
@@ -143,6 +159,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("LABQUEUE_SYNC_SECONDS", 5)),
         "options": {"expires": float(env_int("LABQUEUE_SYNC_SECONDS", 5))},
     },
+    "ingest-usage": {
+        "task": "jobs.tasks.ingest_usage",
+        "schedule": float(env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300)),
+        "options": {"expires": float(env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300))},
+    },
 }
 
 # Slurm and the job directories.
@@ -155,6 +176,37 @@ LABQUEUE_LOG_TAIL_BYTES = env_int("LABQUEUE_LOG_TAIL_BYTES", 16 * 1024)
 LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)
 LABQUEUE_RESUBMIT_AFTER_SECONDS = env_int("LABQUEUE_RESUBMIT_AFTER_SECONDS", 120)
 LABQUEUE_DEMO = env_bool("LABQUEUE_DEMO")
+
+# Usage reports (Slurm accounting copied into the portal; see jobs/reports/).
+LABQUEUE_SLURM_CLUSTER = env("LABQUEUE_SLURM_CLUSTER", "lab")
+LABQUEUE_USAGE_OVERLAP_SECONDS = env_int("LABQUEUE_USAGE_OVERLAP_SECONDS", 3600)
+LABQUEUE_USAGE_FIRST_DAYS = env_int("LABQUEUE_USAGE_FIRST_DAYS", 120)
+LABQUEUE_REPORT_DEFAULT_DAYS = env_int("LABQUEUE_REPORT_DEFAULT_DAYS", 120)
+LABQUEUE_BILLING_RATE = env("LABQUEUE_BILLING_RATE")
+LABQUEUE_BILLING_CURRENCY = env("LABQUEUE_BILLING_CURRENCY", "USD")
+
+# Campus SSO (django-allauth SAML and OpenID Connect; see portal/sso.py and .env.example).
+# LABQUEUE_SSO_ONLY=1 in production: no local passwords, no signup, campus login only.
+LABQUEUE_SSO_ONLY = env_bool("LABQUEUE_SSO_ONLY")
+LABQUEUE_NETID_ATTRIBUTE = env("LABQUEUE_NETID_ATTRIBUTE", "eppn")
+LABQUEUE_NETID_PATTERN = env("LABQUEUE_NETID_PATTERN", DEFAULT_NETID_PATTERN)
+LABQUEUE_ACCOUNT_CHECK = env("LABQUEUE_ACCOUNT_CHECK", "getent")  # "getent" or "none"
+LABQUEUE_ACCOUNT_REQUEST_URL = env("LABQUEUE_ACCOUNT_REQUEST_URL")  # where to ask for a cluster account
+LABQUEUE_STAFF_AFFILIATIONS = env_list("LABQUEUE_STAFF_AFFILIATIONS")
+LABQUEUE_STAFF_GROUPS = env_list("LABQUEUE_STAFF_GROUPS")
+LABQUEUE_GROUP_ROLES = json.loads(env("LABQUEUE_GROUP_ROLES", "{}"))  # {"<group>": "<course slug>:<role>"}
+LABQUEUE_SAML_IDPS = json.loads(env("LABQUEUE_SAML_IDPS", "[]"))
+LABQUEUE_OIDC_PROVIDERS = json.loads(env("LABQUEUE_OIDC_PROVIDERS", "[]"))
+SOCIALACCOUNT_PROVIDERS = socialaccount_providers(
+    saml=LABQUEUE_SAML_IDPS, oidc=LABQUEUE_OIDC_PROVIDERS, netid_claim=LABQUEUE_NETID_ATTRIBUTE
+)
+SOCIALACCOUNT_ADAPTER = "portal.auth.SocialAccountAdapter"
+SOCIALACCOUNT_ONLY = LABQUEUE_SSO_ONLY
+SOCIALACCOUNT_AUTO_SIGNUP = True
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # link people by netid (portal.auth), never by e-mail
+SOCIALACCOUNT_STORE_TOKENS = False
+SOCIALACCOUNT_LOGIN_ON_GET = False
 
 LOGGING = {
     "version": 1,

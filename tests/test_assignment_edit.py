@@ -269,6 +269,21 @@ def test_a_refused_edit_leaves_the_assignment_unchanged(client, instructor, assi
     assert (assignment.title, assignment.gpus) == ("Hello GPU", 1)
 
 
+def test_a_refused_edit_keeps_the_saved_title_in_the_heading(client, instructor, assignment):
+    client.force_login(instructor)
+    response = client.post(edit_url(), form_data(slug="hello", title="Not saved", gpus="3"))
+    assert "Edit “Hello GPU”" in page_text(response)
+    assert "Edit “Not saved”" not in page_text(response)
+
+
+def test_a_preview_keeps_the_saved_title_in_the_heading(client, instructor, assignment):
+    client.force_login(instructor)
+    data = form_data(slug="hello", title="Not saved", preview="1")
+    del data["save"]
+    response = client.post(edit_url(), data)
+    assert "Edit “Hello GPU”" in page_text(response)
+
+
 # ---- starter files ----
 
 
@@ -282,6 +297,13 @@ def test_a_starter_file_is_stored_and_listed(client, instructor, assignment):
     with starter.file.open("rb") as stored:
         assert stored.read() == b"x,y\n1,2\n"
     assert "Starter files: train.csv" in page_text(client.get(edit_url()))
+
+
+def test_a_starter_file_can_come_with_a_new_assignment(client, instructor):
+    client.force_login(instructor)
+    response = client.post(create_url(), form_data(starter_file=SimpleUploadedFile("model.py", b"print(1)\n")))
+    assert response.status_code == 302
+    assert [starter.name for starter in Assignment.objects.get().starter_files.all()] == ["model.py"]
 
 
 def test_uploading_a_starter_file_with_the_same_name_replaces_it(client, instructor, assignment):
@@ -299,6 +321,25 @@ def test_a_starter_file_above_the_upload_limit_is_refused(client, instructor, as
     upload = SimpleUploadedFile("big.bin", b"x" * 11)
     response = client.post(edit_url(), form_data(slug="hello", starter_file=upload))
     assert "Starter files are limited to 10 bytes." in page_text(response)
+    assert not StarterFile.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["job.sh", "job.out", "job.err"])
+def test_a_starter_file_cannot_take_the_name_of_a_file_the_portal_writes(client, instructor, assignment, name):
+    client.force_login(instructor)
+    upload = SimpleUploadedFile(name, b"#!/bin/bash\n#SBATCH --gres=gpu:8\n")
+    response = client.post(edit_url(), form_data(slug="hello", starter_file=upload))
+    assert response.status_code == 200
+    assert f"'{name}' is a file the portal writes itself (job.sh, job.out, job.err); rename your file." in page_text(
+        response
+    )
+    assert not StarterFile.objects.exists()
+
+
+def test_a_hidden_starter_file_is_refused(client, instructor, assignment):
+    client.force_login(instructor)
+    response = client.post(edit_url(), form_data(slug="hello", starter_file=SimpleUploadedFile(".bashrc", b"id\n")))
+    assert "'.bashrc' is not a usable file name." in page_text(response)
     assert not StarterFile.objects.exists()
 
 

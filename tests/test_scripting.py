@@ -83,7 +83,9 @@ def test_a_parameter_that_is_not_an_object_is_refused():
     assert schema_error(["EPOCHS"]) == "Parameter 1 must be an object with a name and a type."
 
 
-@pytest.mark.parametrize("name", ["1EPOCHS", "MY-VAR", "two words", "", "A" * 33, "EPOCHS\n", "PATH\n", "ÉPOQUE", None, 5])
+@pytest.mark.parametrize(
+    "name", ["1EPOCHS", "MY-VAR", "two words", "", "A" * 33, "EPOCHS\n", "PATH\n", "ÉPOQUE", None, 5]
+)
 def test_a_name_that_is_not_a_shell_variable_name_is_refused(name):
     assert schema_error([EPOCHS, {**NAME, "name": name}]) == (
         "Parameter 2: the name must be a shell variable name "

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.slurm
 
 def unreachable_controller(tmp_path: Path) -> str:
     source = Path("/etc/slurm/slurm.conf").resolve()
-    lines = [line for line in source.read_text().splitlines() if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
+    lines = source.read_text().splitlines()
+    lines = [line for line in lines if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
     (tmp_path / "slurm.conf").write_text("\n".join(lines + ["SlurmctldPort=1", "MessageTimeout=2"]) + "\n")
     (tmp_path / "gres.conf").write_text((source.parent / "gres.conf").read_text())
     return str(tmp_path / "slurm.conf")

@@ -115,3 +115,13 @@ class AcctRecord:
     @property
     def gpu_seconds(self) -> int:
         return self.gpus * self.elapsed_seconds
+
+    @property
+    def provisional(self) -> bool:
+        """slurmdbd's placeholder for a job that started right after submission.
+
+        Slurm 22.05 may show such a job for about a second with JobName
+        "allocation", no partition and QOS "Unknown" (state, exit code and times
+        are already right); the next sacct call has the full row.
+        """
+        return not self.partition

@@ -69,7 +69,8 @@ def command_log() -> Iterator[list[Command]]:
 
 
 def _setting(name: str, default):
-    if not settings.configured:
+    """A Django setting read now; the default also when Django is not configured at all."""
+    if not settings.configured and not os.environ.get("DJANGO_SETTINGS_MODULE"):
         return default
     return getattr(settings, name, default)
 
@@ -128,10 +129,10 @@ def run(
     returncode: int | None = None
     try:
         returncode, stdout, stderr = _execute(full, timeout, build_env(env_extra))
-    except FileNotFoundError as exc:
+    except OSError as exc:  # missing or not executable: the deployment is broken
         logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
         raise SlurmUnavailable(
-            f"{os.path.basename(full[0])} is not installed on the worker (check PATH or SLURM_BIN_DIR)",
+            f"{os.path.basename(full[0])} could not be run on the worker ({exc.strerror}; check PATH or SLURM_BIN_DIR)",
             full,
         ) from exc
     except subprocess.TimeoutExpired as exc:
@@ -167,7 +168,8 @@ def _execute(argv: list[str], timeout: float, env: dict[str, str]) -> tuple[int,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        encoding="utf-8",
+        errors="replace",  # a job name in another encoding must not break parsing
         env=env,
         start_new_session=True,
     ) as proc:

@@ -12,6 +12,7 @@ import pwd
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.conf import settings
@@ -49,8 +50,8 @@ def submitted(cluster: None) -> Iterator[list[str]]:
             pass
 
 
-@pytest.fixture
-def job_dir(submitted: list[str]) -> Iterator[JobDir]:
+@contextmanager
+def _student_dir(submitted: list[str]) -> Iterator[JobDir]:
     TEST_ROOT.mkdir(parents=True, exist_ok=True)
     TEST_ROOT.chmod(0o755)
     give_to_student(TEST_ROOT)
@@ -59,3 +60,22 @@ def job_dir(submitted: list[str]) -> Iterator[JobDir]:
     give_to_student(path)
     yield JobDir(path, submitted)
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def job_dir(submitted: list[str]) -> Iterator[JobDir]:
+    """A fresh directory owned by the student, removed after the test."""
+    with _student_dir(submitted) as directory:
+        yield directory
+
+
+@pytest.fixture(scope="module")
+def early_job(submitted: list[str]) -> Iterator[tuple[str, str]]:
+    """(job id, job name) of a quick job submitted when the module starts.
+
+    For tests that need a job that has already left squeue (MinJobAge): it ages
+    while the other tests run.
+    """
+    with _student_dir(submitted) as directory:
+        spec = directory.spec(directory.script("true"))
+        yield directory.submit(spec), spec.job_name

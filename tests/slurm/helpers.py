@@ -43,11 +43,16 @@ def wait_for(check: Callable[[], T], *, timeout: float = 60, interval: float = 0
 
 
 def wait_for_final(job_id: str, timeout: float = 60) -> slurm.AcctRecord:
-    """Poll sacct (one call per poll) until the job has a final state."""
+    """Poll sacct (one call per poll) until the job has a final state.
+
+    Slurm 22.05's slurmdbd may first show a placeholder row for a job that started
+    quickly (JobName "allocation", no partition, sometimes still PENDING) and fill
+    it in about a second later: wait until the row is no longer provisional.
+    """
 
     def final() -> slurm.AcctRecord | None:
         record = slurm.accounting(job_ids=[job_id]).get(job_id)
-        return record if record and record.state in FINAL_STATES else None
+        return record if record and record.state in FINAL_STATES and not record.provisional else None
 
     return wait_for(final, timeout=timeout, interval=1)
 

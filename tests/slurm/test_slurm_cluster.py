@@ -5,6 +5,7 @@ from __future__ import annotations
 import pwd
 import re
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from jobs.slurm import runner
 
 from .helpers import STUDENT, JobDir, wait_for, wait_for_final
 
-pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("cluster")]
+# early_job is submitted first so that it has left squeue by the time the last test runs.
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("cluster", "early_job")]
 
 
 def test_a_submitted_job_runs_as_the_student_with_its_gpu(job_dir: JobDir) -> None:
@@ -137,6 +139,7 @@ def test_find_by_name_of_an_unknown_name_asks_squeue_then_sacct() -> None:
 
 def test_a_sync_cycle_costs_one_squeue_and_one_sacct(job_dir: JobDir) -> None:
     ids = [job_dir.submit(job_dir.spec(job_dir.script("true", "--hold"))) for _ in range(3)]
+    wait_for(lambda: set(slurm.accounting(job_ids=ids)) == set(ids))  # slurmdbd lags a little
     before = runner.command_counts.copy()
 
     live = slurm.queue()
@@ -147,15 +150,18 @@ def test_a_sync_cycle_costs_one_squeue_and_one_sacct(job_dir: JobDir) -> None:
     assert runner.command_counts - before == {"squeue": 1, "sacct": 1}
 
 
-def test_accounting_by_window_and_account_finds_recent_jobs(job_dir: JobDir) -> None:
-    job_id = job_dir.submit(job_dir.spec(job_dir.script("true", "--hold")))
-    record = slurm.accounting(job_ids=[job_id])[job_id]
+def test_accounting_by_time_window_and_account_finds_recent_jobs(job_dir: JobDir) -> None:
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true")))
+    record = wait_for_final(job_id)
+    since, until = record.submit - timedelta(minutes=1), record.end + timedelta(minutes=1)
 
-    found = slurm.accounting(since=record.submit, accounts=["cs101"])
-    elsewhere = slurm.accounting(since=record.submit, accounts=["research"])
+    found = slurm.accounting(since=since, until=until, accounts=["cs101"])
+    elsewhere = slurm.accounting(since=since, until=until, accounts=["research"])
+    before = slurm.accounting(since=since - timedelta(hours=1), until=since)
 
-    assert job_id in found and job_id not in elsewhere
-    assert found[job_id].state == "PENDING"
+    assert found[job_id] == record
+    assert job_id not in elsewhere
+    assert job_id not in before
 
 
 def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,23 +178,7 @@ def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytes
     assert "DJANGO_SECRET_KEY" not in environment
 
 
-def test_a_job_that_left_the_queue_is_found_by_name_in_accounting(
-    job_dir: JobDir,
-) -> None:
-    spec = job_dir.spec(job_dir.script("true"))
-    job_id = job_dir.submit(spec)
-    wait_for_final(job_id)
-    # MinJobAge=60 on the lab cluster: the job leaves squeue within ~1-2 minutes.
-    wait_for(lambda: job_id not in slurm.queue(), timeout=180, interval=5)
-
-    with runner.command_log() as commands:
-        found = slurm.find_by_name(spec.job_name)
-
-    assert found == job_id
-    assert [command.tool for command in commands] == ["squeue", "sacct"]
-
-
-def _broken_config(tmp_path: Path, **changes: str) -> Path:
+def _client_config(tmp_path: Path, **changes: str) -> Path:
     """A copy of the client config with some keys changed (e.g. a dead port)."""
     source = Path("/etc/slurm/slurm.conf").resolve()
     lines = source.read_text().splitlines()
@@ -203,10 +193,13 @@ def _broken_config(tmp_path: Path, **changes: str) -> Path:
 
 
 def test_an_unreachable_controller_makes_queue_and_submit_unavailable(
-    job_dir: JobDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    job_dir: JobDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = job_dir.spec(job_dir.script("true"))
-    monkeypatch.setenv("SLURM_CONF", str(_broken_config(tmp_path, SlurmctldPort="1", MessageTimeout="2")))
+    # MessageTimeout=2 shortens the clients' own retry window (10 s on the lab cluster).
+    # The copy must be readable by the student: sbatch runs as them.
+    dead = _client_config(job_dir.path, SlurmctldPort="1", MessageTimeout="2")
+    monkeypatch.setenv("SLURM_CONF", str(dead))
     started = time.monotonic()
 
     with pytest.raises(slurm.SlurmUnavailable) as queue_error:
@@ -214,13 +207,42 @@ def test_an_unreachable_controller_makes_queue_and_submit_unavailable(
     with pytest.raises(slurm.SlurmUnavailable) as submit_error:
         slurm.submit(spec)
 
-    assert "Unable to contact slurm controller" in queue_error.value.message
-    assert "Unable to contact slurm controller" in submit_error.value.message
+    assert queue_error.value.message == "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+    assert submit_error.value.message == (
+        "Batch job submission failed: Unable to contact slurm controller (connect failure)"
+    )
     assert time.monotonic() - started < 20
 
 
-def test_an_unreachable_slurmdbd_makes_accounting_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SLURM_CONF", str(_broken_config(tmp_path, AccountingStoragePort="1")))
+def test_the_command_timeout_ends_a_wait_for_a_dead_controller(
+    settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.SLURM_COMMAND_TIMEOUT = 2  # below the lab's MessageTimeout=10
+    monkeypatch.setenv("SLURM_CONF", str(_client_config(tmp_path, SlurmctldPort="1")))
+    started = time.monotonic()
 
-    with pytest.raises(slurm.SlurmUnavailable):
-        slurm.accounting(since=None, job_ids=["1"])
+    with pytest.raises(slurm.SlurmUnavailable, match="squeue did not answer within 2 s"):
+        slurm.queue()
+
+    assert time.monotonic() - started < 5
+
+
+def test_an_unreachable_slurmdbd_makes_accounting_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(_client_config(tmp_path, AccountingStoragePort="1")))
+
+    with pytest.raises(slurm.SlurmUnavailable) as caught:
+        slurm.accounting(job_ids=["1"])
+
+    assert "Problem talking to the database: Connection refused" in caught.value.message
+
+
+def test_a_job_that_left_the_queue_is_found_by_name_in_accounting(early_job: tuple[str, str]) -> None:
+    job_id, job_name = early_job
+    # MinJobAge=60 on the lab cluster: a finished job leaves squeue after 1-2 minutes.
+    wait_for(lambda: job_id not in slurm.queue(), timeout=180, interval=5)
+
+    with runner.command_log() as commands:
+        found = slurm.find_by_name(job_name)
+
+    assert found == job_id
+    assert [command.tool for command in commands] == ["squeue", "sacct"]

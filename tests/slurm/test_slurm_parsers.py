@@ -174,6 +174,16 @@ def test_a_running_job_has_no_end_yet() -> None:
     assert record.comment == ""  # 22.05 stores the comment only when the job ends
 
 
+def test_a_placeholder_row_from_slurmdbd_is_provisional() -> None:
+    placeholder = parsers.parse_sacct(SACCT_LIVE)["259"]
+    settled = parsers.parse_sacct(SACCT)["259"]
+
+    assert placeholder.provisional and not settled.provisional
+    assert (placeholder.name, placeholder.partition, placeholder.qos) == ("allocation", "", "Unknown")
+    assert (settled.name, settled.partition, settled.qos) == ("quick 2", "gpu", "normal")
+    assert (placeholder.state, placeholder.exit_code, placeholder.end) == (settled.state, 0, settled.end)
+
+
 def test_gpu_seconds_come_from_alloc_tres_and_elapsed() -> None:
     record = parsers.parse_sacct(SACCT)["4"]
 

@@ -62,7 +62,9 @@ def test_a_missing_binary_is_unavailable_not_rejected(settings, tmp_path: Path) 
     with pytest.raises(slurm.SlurmUnavailable) as caught:
         slurm.queue()
 
-    assert "not installed on the worker" in caught.value.message
+    assert caught.value.message == (
+        "squeue could not be run on the worker (No such file or directory; check PATH or SLURM_BIN_DIR)"
+    )
     assert caught.value.argv[0] == str(tmp_path / "squeue")
     assert runner.command_counts["squeue"] == before + 1
 
@@ -106,3 +108,7 @@ def test_a_timeout_kills_the_command_behind_the_run_as_prefix() -> None:
     uid = str(pwd.getpwnam("student1").pw_uid)
     left = subprocess.run(["pgrep", "-u", uid, "-f", "sleep 31.4159"], capture_output=True, text=True)
     assert left.stdout == ""
+
+
+def test_output_that_is_not_utf8_is_read_with_replacement_characters() -> None:
+    assert runner.run(["printf", "caf\\351|ok"]) == "caf\ufffd|ok"

@@ -1,0 +1,382 @@
+"""Plain-language explanations of why a job failed or waits: one data-driven catalogue.
+
+Each entry says what happened, what to do next, and which evidence it rests on. The
+sources are the portal status, Slurm's state, exit code and signal, the pending reason,
+sbatch's rejection message, and the end of the job's output (a bounded tail: never the
+whole log). Instructors' hints (courses.hints) are matched with a time bound.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from courses.hints import hints_matching
+from jobs import files
+from jobs.models import Job, Status
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str
+    title: str
+    summary: str
+    next_step: str
+    statuses: frozenset[str] = frozenset({Status.FAILED})
+    states: frozenset[str] = frozenset()
+    log: re.Pattern | None = None
+    message: re.Pattern | None = None
+    exit_codes: frozenset[int] = frozenset()
+    signals: frozenset[int] = frozenset()
+    reason: re.Pattern | None = None
+    suggest: dict[str, int] = field(default_factory=dict)  # resource -> factor for a retry
+
+    def matches(self, job: Job, log_lines: list[str]) -> tuple[bool, str]:
+        """Whether the rule applies, and the evidence line it matched (if any)."""
+        if job.status not in self.statuses:
+            return False, ""
+        if self.states and job.slurm_state not in self.states:
+            return False, ""
+        if self.exit_codes and job.exit_code not in self.exit_codes:
+            return False, ""
+        if self.signals and job.exit_signal not in self.signals:
+            return False, ""
+        if self.reason and not self.reason.search(job.reason or "None"):
+            return False, ""
+        if self.message and not self.message.search(job.message):
+            return False, ""
+        if self.log:
+            for line in reversed(log_lines):
+                if self.log.search(line):
+                    return True, line.strip()
+            return False, ""
+        return True, ""
+
+
+def _re(pattern: str) -> re.Pattern:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+REJECTED = frozenset({Status.REJECTED})
+PENDING = frozenset({Status.PENDING})
+ENDED = frozenset({Status.FAILED, Status.CANCELLED})
+CONTACT = "If this keeps happening, tell your TA; it is not something you can fix from the portal."
+
+# Order matters: the first rule that matches explains the job.
+CATALOGUE: tuple[Rule, ...] = (
+    # --- Refused at submission (sbatch said no) ---
+    Rule(
+        "no-cluster-account", "You have no account on the cluster yet",
+        "The portal tried to run the job as your cluster user, but the cluster has no such account.",
+        "Ask your instructor or research computing to create your cluster account, then press Retry.",
+        statuses=REJECTED, message=_re(r"cluster has no account"),
+    ),
+    Rule(
+        "invalid-account", "The course is not set up for you on the cluster",
+        "Slurm does not know the course's account, or you are not yet a member of it.",
+        "Tell your instructor or TA: the course roster may not have reached the cluster yet. "
+        "Retry once they confirm it is fixed.",
+        statuses=REJECTED, message=_re(r"Invalid account|account/partition combination"),
+    ),
+    Rule(
+        "invalid-partition", "The course's partition does not exist",
+        "The job asked for a partition (group of computers) that the cluster does not have.",
+        "Tell your instructor: the course settings name a partition the cluster does not know. " + CONTACT,
+        statuses=REJECTED, message=_re(r"invalid partition"),
+    ),
+    Rule(
+        "time-limit-invalid", "The job asks for more time than the cluster allows",
+        "Slurm refused the requested wall time for this partition.",
+        "Retry with less time (minutes) in the resources.",
+        statuses=REJECTED, message=_re(r"time limit"), suggest={"minutes": 0},
+    ),
+    Rule(
+        "over-policy", "The job is over the course's limits on the cluster",
+        "Slurm refused the job because it would break an accounting or QOS limit of the course "
+        "(GPUs, jobs at once, or the time budget).",
+        "Wait for your other jobs to finish or ask for fewer resources, then retry.",
+        statuses=REJECTED, message=_re(r"accounting/QOS policy|QOSMax|AssocMax|AssocGrp"),
+    ),
+    Rule(
+        "invalid-gres", "The GPU request is not valid here",
+        "Slurm does not recognise the GPU request for this partition.",
+        "Ask for a number of GPUs the course allows. " + CONTACT,
+        statuses=REJECTED, message=_re(r"generic resource|gres"),
+    ),
+    Rule(
+        "reservation-denied", "The lab reservation is not open to this job",
+        "The job asked for a lab reservation it may not use, or the lab is over.",
+        "Submit again; outside the lab time jobs run in the normal queue.",
+        statuses=REJECTED, message=_re(r"reservation"),
+    ),
+    Rule(
+        "rejected", "The cluster refused the job",
+        "Slurm did not accept the job. Its message is shown below.",
+        "Read Slurm's message; if it is about your request, change it and retry. " + CONTACT,
+        statuses=REJECTED,
+    ),
+    # --- Ended by Slurm for a reason of its own ---
+    Rule(
+        "timeout", "The job ran out of time",
+        "Slurm stopped the job when it reached its wall-time limit.",
+        "Retry with more time, or make the program save progress and finish sooner.",
+        states=frozenset({"TIMEOUT"}), suggest={"minutes": 2},
+    ),
+    Rule(
+        "cuda-out-of-memory", "The GPU ran out of memory",
+        "Your program asked the GPU for more memory than it has.",
+        "Use a smaller batch size or model, then retry. More GPUs do not help a program that uses one.",
+        statuses=ENDED, log=_re(r"CUDA out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY"),
+    ),
+    Rule(
+        "out-of-memory", "The job ran out of memory",
+        "The job used more memory (RAM) than it asked for, so it was stopped.",
+        "Retry with more memory, or make the program use less (smaller batches, load less data at once).",
+        states=frozenset({"OUT_OF_MEMORY"}), suggest={"mem_mb": 2},
+    ),
+    Rule(
+        "oom-killed", "The job ran out of memory",
+        "The job's log shows it was killed for using more memory than it asked for.",
+        "Retry with more memory, or make the program use less (smaller batches, load less data at once).",
+        log=_re(r"oom[-_ ]kill|Exceeded job memory limit|Out of memory|MemoryError"), suggest={"mem_mb": 2},
+    ),
+    Rule(
+        "node-failure", "The computer running your job failed",
+        "A node of the cluster stopped answering while your job ran. This was not caused by your job.",
+        "Press Retry: the job runs again on a healthy node.",
+        states=frozenset({"NODE_FAIL", "BOOT_FAIL"}),
+    ),
+    Rule(
+        "preempted", "Your job was stopped to make room for higher-priority work",
+        "The cluster pre-empted the job, for example for a scheduled lab.",
+        "Press Retry, or submit again outside the lab time.",
+        states=frozenset({"PREEMPTED"}),
+    ),
+    Rule(
+        "deadline", "The job could not finish before its deadline",
+        "Slurm removed the job because it could not end in time.",
+        "Retry with less time, or earlier.",
+        states=frozenset({"DEADLINE"}),
+    ),
+    Rule(
+        "cancelled", "The job was cancelled",
+        "Someone cancelled the job before it finished.",
+        "If you did not mean to cancel it, press Retry.",
+        statuses=frozenset({Status.CANCELLED}),
+    ),
+    # --- The program failed: what its output says ---
+    Rule(
+        "module-not-found", "A Python module is missing",
+        "Python could not import a module your program needs.",
+        "Check the module name for typos; use only the packages the assignment provides, "
+        "or ask your TA how to install it.",
+        log=_re(r"ModuleNotFoundError|ImportError: No module named"),
+    ),
+    Rule(
+        "file-not-found", "A file your program needs was not found",
+        "Your program tried to open a file that does not exist in the job's directory or data set.",
+        "Check the file name and path (upload the file, or pick the right data set), then retry.",
+        log=_re(r"FileNotFoundError|No such file or directory"),
+    ),
+    Rule(
+        "syntax-error", "Your Python code has a syntax error",
+        "Python could not read your program.",
+        "Fix the line shown in the error (run it locally first), then submit again.",
+        log=_re(r"SyntaxError|IndentationError"),
+    ),
+    Rule(
+        "keyboard-interrupt", "The program was interrupted",
+        "The program received an interrupt, usually because the job was stopped from outside.",
+        "If you did not stop it, retry; if it happens again, tell your TA.",
+        log=_re(r"KeyboardInterrupt"),
+    ),
+    Rule(
+        "cuda-error", "A GPU (CUDA) error",
+        "The program hit an error talking to the GPU.",
+        "Check that the job asks for at least one GPU and that the code uses the device it was given. "
+        + CONTACT,
+        log=_re(r"CUDA error|no CUDA-capable device|CUDA driver version is insufficient|cudaError"),
+    ),
+    Rule(
+        "nan-loss", "Training diverged (the loss became NaN)",
+        "The model's loss turned into 'not a number', so training could not continue.",
+        "Lower the learning rate or check the input data, then retry.",
+        statuses=ENDED | {Status.COMPLETED}, log=_re(r"loss\W.*\bnan\b|\bnan\b.*loss"),
+    ),
+    Rule(
+        "command-not-found", "A command in the script does not exist",
+        "The script runs a program the cluster does not have (or a misspelled command).",
+        "Check the spelling of the command in the output below; ask your TA if it should be installed.",
+        log=_re(r"command not found"),
+    ),
+    Rule(
+        "permission-denied", "Permission denied",
+        "The job tried to read or write a file it is not allowed to.",
+        "Write only inside the job's own directory, and read only the data sets of the course.",
+        log=_re(r"Permission denied"),
+    ),
+    Rule(
+        "disk-quota", "Your disk quota is full",
+        "The job could not write because your storage quota is used up.",
+        "Delete old outputs you no longer need, then retry.",
+        log=_re(r"Disk quota exceeded"),
+    ),
+    Rule(
+        "python-exception", "Your Python program raised an error",
+        "The program stopped with an exception; the last line of the traceback says which.",
+        "Read the error line shown as evidence and the lines above it in the output, fix the code, then retry.",
+        log=_re(r"^\s*\w+(?:\.\w+)*(?:Error|Exception)\b.*|Traceback \(most recent call last\)"),
+    ),
+    Rule(
+        "killed", "The job was killed",
+        "The job was stopped with signal 9 (SIGKILL), most often for using too much memory.",
+        "Retry with more memory; if it happens again, tell your TA.",
+        signals=frozenset({9}), suggest={"mem_mb": 2},
+    ),
+    Rule(
+        "killed", "The job was killed",
+        "A program in the job was stopped with signal 9 (SIGKILL), most often for using too much memory.",
+        "Retry with more memory; if it happens again, tell your TA.",
+        log=re.compile(r"\bKilled\b"), suggest={"mem_mb": 2},
+    ),
+    Rule(
+        "killed", "The job was killed",
+        "A program in the job was stopped with signal 9 (exit code 137), most often for using too much memory.",
+        "Retry with more memory; if it happens again, tell your TA.",
+        exit_codes=frozenset({137}), suggest={"mem_mb": 2},
+    ),
+    Rule(
+        "command-not-found", "A command in the script does not exist",
+        "The script ended with exit code 127, which means a command was not found.",
+        "Check the spelling of the commands in the script; ask your TA if one should be installed.",
+        exit_codes=frozenset({127}),
+    ),
+    Rule(
+        "nonzero-exit", "Your script ended with an error",
+        "The script finished with a non-zero exit code, which means something in it failed.",
+        "Look at the end of the output and the errors below for the first thing that went wrong, "
+        "fix it, then retry.",
+    ),
+    # --- Waiting longer than usual ---
+    Rule(
+        "waiting-course-limit", "Waiting: the course's shared limit is reached",
+        "Your course may only use a certain number of GPUs or jobs at once, and classmates' jobs use them now.",
+        "Nothing to do: the job starts when other course jobs finish.",
+        statuses=PENDING, reason=_re(r"^AssocGrp(?!.*Minutes)|^QOSGrp(?!.*Minutes)"),
+    ),
+    Rule(
+        "waiting-budget", "Waiting: the GPU-time budget is used up",
+        "The course's (or your) GPU-time budget is spent, so Slurm will not start the job.",
+        "Ask your instructor; the job starts only if the budget is raised. You can cancel it.",
+        statuses=PENDING, reason=_re(r"Minutes"),
+    ),
+    Rule(
+        "waiting-own-limit", "Waiting: you have reached your own limit",
+        "You may only run a certain number of jobs or GPUs at once in this course.",
+        "Nothing to do: the job starts when one of your other jobs ends.",
+        statuses=PENDING, reason=_re(r"^AssocMax|^QOSMax"),
+    ),
+    Rule(
+        "waiting-never", "This job can never start",
+        "Slurm says the request can never be met (too much time for the partition, or a failed dependency).",
+        "Cancel the job and submit again with less time or without the dependency.",
+        statuses=PENDING, reason=_re(r"PartitionTimeLimit|DependencyNeverSatisfied|BadConstraints"),
+    ),
+    Rule(
+        "waiting-nodes", "Waiting: the computers it needs are unavailable",
+        "The nodes your job needs are down or reserved (for example for a lab session) right now.",
+        "Nothing to do: the job starts when the nodes are back or the reservation ends.",
+        statuses=PENDING, reason=_re(r"ReqNodeNotAvail|Reservation|NodeDown"),
+    ),
+    Rule(
+        "waiting-held", "The job is on hold",
+        "The job was put on hold and will not start until it is released.",
+        "Ask your TA if you did not expect this.",
+        statuses=PENDING, reason=_re(r"Held"),
+    ),
+    Rule(
+        "waiting-queue", "Waiting in the queue",
+        "Other jobs are ahead of yours, or your job waits for enough free GPUs.",
+        "Nothing to do: it starts by itself.",
+        statuses=PENDING, reason=_re(r"^(Priority|Resources|None)$"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    key: str
+    title: str
+    summary: str
+    next_step: str
+    evidence: tuple[str, ...]
+    suggest: dict[str, int]
+
+
+def log_lines(job: Job, limit: int | None = None) -> list[str]:
+    """The last lines of the job's stdout and stderr: a bounded tail of each, never the whole file."""
+    limit = limit or settings.LABQUEUE_LOG_TAIL_BYTES
+    text = ""
+    for name in (job.stdout_name, job.stderr_name):
+        tail, _ = files.tail(job.workdir, name, limit)
+        text += tail + "\n"
+    return text.splitlines()
+
+
+def _evidence(job: Job, matched: str) -> tuple[str, ...]:
+    items = []
+    if job.slurm_state:
+        items.append(f"Slurm state: {job.slurm_state}" + (f" (by {job.cancelled_by})" if job.cancelled_by else ""))
+    if job.exit_code is not None:
+        code = f"Exit code: {job.exit_code}"
+        if job.exit_signal:
+            code += f", signal {job.exit_signal}"
+        elif job.exit_code > 128:
+            code += f" (128 + {job.exit_code - 128}: killed by signal {job.exit_code - 128})"
+        items.append(code)
+    if job.reason and job.reason != "None":
+        items.append(f"Slurm reason: {job.reason}")
+    if job.status == Status.REJECTED and job.message:
+        items.append(f"Slurm said: {job.message}")
+    if matched:
+        items.append(f"From the output: {matched[:300]}")
+    return tuple(items)
+
+
+def explain(job: Job, lines: list[str] | None = None) -> Explanation | None:
+    """Why the job failed or waits, or None when there is nothing to explain."""
+    if job.status not in (Status.FAILED, Status.CANCELLED, Status.REJECTED, Status.PENDING, Status.COMPLETED):
+        return None
+    lines = log_lines(job) if lines is None and job.status != Status.PENDING else (lines or [])
+    for rule in CATALOGUE:
+        matched, line = rule.matches(job, lines)
+        if matched:
+            return Explanation(rule.key, rule.title, rule.summary, rule.next_step, _evidence(job, line), rule.suggest)
+    return None
+
+
+def hint_messages(job: Job, lines: list[str]) -> list[str]:
+    return [hint.message for hint in hints_matching(job=job, text="\n".join(lines))]
+
+
+def status_text(job: Job) -> str:
+    """One sentence for the job page: what is happening now."""
+    if job.status == Status.PENDING:
+        explanation = explain(job)
+        where = f" Position {job.queue_position} in the queue." if job.queue_position else ""
+        text = explanation.summary if explanation else f"Slurm says the job waits because of: {job.reason}."
+        return text + where
+    if job.status == Status.QUEUED:
+        return job.message or "Your job is saved and will be sent to the cluster in a moment."
+    if job.status == Status.SUBMITTING:
+        return "Your job is being sent to the cluster."
+    if job.status == Status.RUNNING:
+        return "Your job is running." + (" A cancel was requested." if job.cancel_requested else "")
+    if job.status == Status.COMPLETED:
+        return "Your job finished successfully."
+    if job.status == Status.CANCELLED:
+        return "The job was cancelled."
+    if job.status == Status.REJECTED:
+        return f"The cluster refused this job: {job.message}"
+    signal = f", signal {job.exit_signal}" if job.exit_signal else ""
+    return f"The job ended with Slurm state {job.slurm_state} (exit code {job.exit_code}{signal})."

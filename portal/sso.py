@@ -1,0 +1,260 @@
+"""Campus SSO: from what an identity provider says to who the person is on the cluster.
+
+Pure functions (plus `account_exists`, which asks the system's user database), so the rules can be
+unit-tested without an IdP: the adapters in portal/auth.py call them during a login.
+
+- Claims from SAML attributes (OIDs or friendly names) and OIDC claims are folded into one
+  vocabulary (`eppn`, `uid`, `email`, `given_name`, `family_name`, `affiliation`, `groups`).
+- The netid comes from one configured claim (eppn by default) through a pattern whose first group
+  is the name, e.g. ``^([^@]+)@example\\.edu$``; it is lowercased and must be a POSIX user name.
+  Anything else is refused: the portal never guesses a cluster account.
+- The provider settings for allauth are built from a small JSON description per IdP
+  (see .env.example), so settings.py stays declarative.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+#: Each canonical claim and the names IdPs use for it (SAML OIDs, friendly names, OIDC claims).
+CLAIM_ALIASES: dict[str, tuple[str, ...]] = {
+    "eppn": (
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.6", "eduPersonPrincipalName", "eppn", "eduperson_principal_name",
+    ),
+    "uid": ("urn:oid:0.9.2342.19200300.100.1.1", "uid"),
+    "email": ("urn:oid:0.9.2342.19200300.100.1.3", "mail", "email"),
+    "given_name": ("urn:oid:2.5.4.42", "givenName", "given_name"),
+    "family_name": ("urn:oid:2.5.4.4", "sn", "surname", "family_name"),
+    "affiliation": (
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.1", "eduPersonAffiliation", "eduperson_affiliation",
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.9", "eduPersonScopedAffiliation", "eduperson_scoped_affiliation",
+    ),
+    "groups": (
+        "urn:oid:1.3.6.1.4.1.5923.1.5.1.1", "isMemberOf", "groups", "is_member_of",
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.7", "eduPersonEntitlement", "eduperson_entitlement",
+    ),
+}  # fmt: skip
+_ALIAS_TO_CLAIM = {alias.lower(): name for name, aliases in CLAIM_ALIASES.items() for alias in aliases}
+
+DEFAULT_NETID_PATTERN = r"^([^@]+)@example\.edu$"
+#: The same rule as portal.models.POSIX_NAME (settings.py imports this module, so it cannot import models).
+POSIX_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+ROLES = ("student", "ta", "instructor")
+ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}
+
+
+class IdentityRefused(Exception):
+    """The IdP vouched for someone the portal will not let in; `reason` is safe to show."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SsoRules:
+    """How to read an identity. Built from settings when a login runs (see `rules_from_settings`)."""
+
+    netid_claim: str = "eppn"
+    netid_pattern: str = DEFAULT_NETID_PATTERN
+    staff_affiliations: frozenset[str] = frozenset()
+    staff_groups: frozenset[str] = frozenset()
+    #: IdP group or entitlement value -> (course slug, role)
+    group_roles: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Identity:
+    netid: str
+    scoped_name: str
+    email: str = ""
+    first_name: str = ""
+    last_name: str = ""
+    affiliations: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [str(item) for item in value if item is not None and str(item) != ""]
+    return [str(value)] if str(value) != "" else []
+
+
+def canonical_claims(raw: Mapping[str, object]) -> dict[str, list[str]]:
+    """Fold raw attributes or claims into the canonical names; unknown names are kept as they are."""
+    claims: dict[str, list[str]] = {}
+    for key, value in raw.items():
+        name = _ALIAS_TO_CLAIM.get(str(key).lower(), str(key))
+        values = _as_list(value)
+        if name == "affiliation":
+            values = [item.split("@", 1)[0] for item in values]  # scoped affiliation: member@example.edu
+        for item in values:
+            if item not in claims.setdefault(name, []):
+                claims[name].append(item)
+    return claims
+
+
+def claims_from_extra_data(provider: str, extra_data: Mapping) -> dict[str, list[str]]:
+    """The canonical claims in a social account's `extra_data` (SAML: attributes; OIDC: tokens)."""
+    if provider == "openid_connect":
+        merged = {**(extra_data.get("id_token") or {}), **(extra_data.get("userinfo") or {})}
+        if not merged:
+            merged = dict(extra_data)
+        return canonical_claims(merged)
+    return canonical_claims(extra_data)
+
+
+def netid_from(value: str, pattern: str) -> str:
+    """The cluster user name in `value` (e.g. an eppn), or IdentityRefused."""
+    match = re.fullmatch(pattern, value.strip()) if value else None
+    if not match:
+        raise IdentityRefused("Your campus identity is not from a campus this portal serves.")
+    netid = (match.group(1) if match.groups() else match.group(0)).lower()
+    if not POSIX_NAME_RE.fullmatch(netid):
+        raise IdentityRefused(f"“{netid}” cannot be a cluster user name, so the portal cannot run jobs as you.")
+    return netid
+
+
+def identity_from_claims(claims: Mapping[str, list[str]], rules: SsoRules) -> Identity:
+    values = claims.get(rules.netid_claim) or []
+    if len(values) != 1:
+        raise IdentityRefused(
+            "Your identity provider did not send exactly one "
+            f"“{rules.netid_claim}” value, which the portal needs to find your cluster account."
+        )
+    first = lambda name: (claims.get(name) or [""])[0]  # noqa: E731
+    return Identity(
+        netid=netid_from(values[0], rules.netid_pattern),
+        scoped_name=values[0],
+        email=first("email"),
+        first_name=first("given_name"),
+        last_name=first("family_name"),
+        affiliations=frozenset(item.lower() for item in claims.get("affiliation", [])),
+        groups=frozenset(claims.get("groups", [])),
+    )
+
+
+def is_staff_identity(identity: Identity, rules: SsoRules) -> bool:
+    """Operations staff: an affiliation or group that the settings name."""
+    return bool(identity.affiliations & rules.staff_affiliations or identity.groups & rules.staff_groups)
+
+
+def course_roles_from_groups(identity: Identity, rules: SsoRules) -> dict[str, str]:
+    """Course slug -> role from the IdP groups; the highest role wins when several groups map to a course."""
+    roles: dict[str, str] = {}
+    for group in sorted(identity.groups):
+        if group not in rules.group_roles:
+            continue
+        slug, role = rules.group_roles[group]
+        if slug not in roles or ROLE_RANK[role] > ROLE_RANK[roles[slug]]:
+            roles[slug] = role
+    return roles
+
+
+def parse_group_roles(raw: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """{"<group>": "<course slug>:<role>"} -> {"<group>": (slug, role)}, checking each role."""
+    parsed: dict[str, tuple[str, str]] = {}
+    for group, target in raw.items():
+        slug, _, role = str(target).partition(":")
+        if not slug or role not in ROLES:
+            raise ValueError(f"group mapping {group!r}: want 'course-slug:role' with a role in {ROLES}, got {target!r}")
+        parsed[group] = (slug, role)
+    return parsed
+
+
+def rules_from_settings(settings) -> SsoRules:
+    return SsoRules(
+        netid_claim=settings.LABQUEUE_NETID_ATTRIBUTE,
+        netid_pattern=settings.LABQUEUE_NETID_PATTERN,
+        staff_affiliations=frozenset(item.lower() for item in settings.LABQUEUE_STAFF_AFFILIATIONS),
+        staff_groups=frozenset(settings.LABQUEUE_STAFF_GROUPS),
+        group_roles=parse_group_roles(settings.LABQUEUE_GROUP_ROLES),
+    )
+
+
+def account_exists(netid: str, check: str, timeout: float = 10) -> bool:
+    """Does the cluster know this user? "getent": ask `getent passwd`; "none": assume yes."""
+    if check == "none":
+        return True
+    if check == "getent":
+        try:
+            result = subprocess.run(["getent", "passwd", netid], capture_output=True, timeout=timeout, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return result.returncode == 0
+    raise ValueError(f"unknown account check {check!r}: use 'getent' or 'none'")
+
+
+# --- allauth provider settings from the environment -------------------------------------------
+
+
+def saml_attribute_mapping(netid_claim: str) -> dict[str, list[str]]:
+    """allauth's SAML attribute mapping; `uid` (the stable account key) is the netid claim."""
+    uid = list(CLAIM_ALIASES.get(netid_claim, (netid_claim,)))
+    return {
+        "uid": uid,
+        "email": list(CLAIM_ALIASES["email"]),
+        "first_name": list(CLAIM_ALIASES["given_name"]),
+        "last_name": list(CLAIM_ALIASES["family_name"]),
+    }
+
+
+def saml_app(idp: Mapping, netid_claim: str) -> dict:
+    """One entry of SOCIALACCOUNT_PROVIDERS["saml"]["APPS"] from a LABQUEUE_SAML_IDPS item."""
+    if "metadata_url" in idp:
+        idp_settings = {"entity_id": idp["entity_id"], "metadata_url": idp["metadata_url"]}
+    else:
+        idp_settings = {"entity_id": idp["entity_id"], "sso_url": idp["sso_url"], "x509cert": idp["x509cert"]}
+        if idp.get("slo_url"):
+            idp_settings["slo_url"] = idp["slo_url"]
+    advanced = {
+        "want_assertion_signed": True,
+        "reject_idp_initiated_sso": True,
+        "allow_single_label_domains": True,
+        **idp.get("advanced", {}),
+    }
+    app_settings = {
+        "idp": idp_settings,
+        "attribute_mapping": idp.get("attribute_mapping") or saml_attribute_mapping(netid_claim),
+        "advanced": advanced,
+    }
+    if idp.get("sp_entity_id"):
+        app_settings["sp"] = {"entity_id": idp["sp_entity_id"]}
+    return {
+        "name": idp.get("name", "Campus login"),
+        "provider_id": idp["entity_id"],
+        "client_id": idp["id"],
+        "settings": app_settings,
+    }
+
+
+def oidc_app(provider: Mapping) -> dict:
+    """One entry of SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"] from a LABQUEUE_OIDC_PROVIDERS item."""
+    app_settings = {
+        "server_url": provider["server_url"],
+        "uid_field": provider.get("uid_field", "sub"),
+        "oauth_pkce_enabled": provider.get("pkce", True),
+    }
+    if provider.get("scope"):
+        app_settings["scope"] = provider["scope"]
+    if provider.get("token_auth_method"):
+        app_settings["token_auth_method"] = provider["token_auth_method"]
+    return {
+        "provider_id": provider["id"],
+        "name": provider.get("name", "Campus login"),
+        "client_id": provider["client_id"],
+        "secret": provider.get("secret", ""),
+        "settings": app_settings,
+    }
+
+
+def socialaccount_providers(*, saml: Iterable[Mapping], oidc: Iterable[Mapping], netid_claim: str) -> dict[str, dict]:
+    return {
+        "saml": {"APPS": [saml_app(idp, netid_claim) for idp in saml]},
+        "openid_connect": {"APPS": [oidc_app(provider) for provider in oidc], "OAUTH_PKCE_ENABLED": True},
+    }

@@ -1,0 +1,13 @@
+"""The test IdPs' people: a JSON file {username: {password, eppn, mail, givenName, sn, affiliation, groups}}."""
+
+import json
+import os
+
+
+def people() -> dict[str, dict]:
+    with open(os.environ["IDP_DIRECTORY"]) as handle:
+        return json.load(handle)
+
+
+def person(username: str) -> dict:
+    return people().get(username, {})

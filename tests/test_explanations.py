@@ -69,6 +69,17 @@ def test_a_job_over_its_time_limit_is_explained_with_a_suggestion_of_more_time(c
     assert 'name="minutes" value="2"' in form
 
 
+def test_a_job_over_its_memory_is_explained_with_a_suggestion_of_more_memory(client, student, course):
+    script = "python3 -c 'import time; x = bytearray(600 * 1024 * 1024); time.sleep(30)'\n"
+    job = run_script(client, student, course, script, mem_mb="200")
+    assert job.status == Status.FAILED
+    assert job.explanation_key == "oom-killed"
+    page = explanation_on_page(client, job)
+    assert "The job ran out of memory" in page and "Retry with more memory" in page
+    form = client.get(reverse("jobs:job-retry", args=[job.uuid])).content.decode()
+    assert 'name="mem_mb" value="400"' in form
+
+
 def test_a_job_the_student_cancelled_is_explained(client, student, course):
     Assignment.objects.create(course=course, slug="long", title="Long", script_template="sleep 300\n", gpus=0)
     client.force_login(student)
@@ -121,3 +132,24 @@ def test_a_held_job_explains_why_it_waits(client, student, course):
         assert "The job is on hold" in page
     finally:
         runner.run(["scancel", job.slurm_job_id])
+
+
+def test_a_job_on_a_node_that_fails_is_explained_as_not_the_students_fault(client, student, course):
+    import subprocess
+
+    from jobs import slurm
+
+    Assignment.objects.create(course=course, slug="node", title="Node", script_template="sleep 300\n", gpus=0)
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "node"]), submit_form(gpus="0"))
+    job = wait_for_status(dispatch(Job.objects.get()), Status.RUNNING)
+    node = slurm.queue()[job.slurm_job_id].nodes
+    subprocess.run(["scripts/labcluster", "fail-node", node], check=True)
+    try:
+        job = wait_for_status(job, Status.FAILED, timeout=150)
+    finally:
+        subprocess.run(["scripts/labcluster", "restore-node", node], check=True)
+    assert job.slurm_state == "NODE_FAIL"
+    page = explanation_on_page(client, job)
+    assert "The computer running your job failed" in page
+    assert "This was not caused by your job" in page and "Press Retry" in page

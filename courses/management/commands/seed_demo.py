@@ -29,7 +29,7 @@ echo "model=$MODEL epochs=$EPOCHS lr=$LR" > results/metrics.txt
 echo "Done. Results are in results/metrics.txt"
 """
 PARAMETERS = [
-    {"name": "EPOCHS", "type": "int", "default": 5, "min": 1, "max": 30, "help": "Training epochs (1 s each here)."},
+    {"name": "EPOCHS", "type": "int", "default": 10, "min": 1, "max": 30, "help": "Training epochs (1 s each here)."},
     {"name": "LR", "type": "float", "default": 0.01, "min": 0.0001, "max": 1.0, "help": "Learning rate."},
     {"name": "MODEL", "type": "choice", "choices": ["small", "medium", "large"], "default": "small"},
 ]  # fmt: skip

@@ -113,7 +113,6 @@ def parse_job_ids(stdout: str) -> list[str]:
 
 def newest_job_id(job_ids: Iterable[str]) -> str | None:
     """The most recently submitted of these ids (job ids only grow)."""
-
     ids = [job_id for job_id in job_ids if job_id]
     return max(ids, key=job_id_key) if ids else None
 
@@ -135,7 +134,7 @@ def _split(line: str, count: int) -> list[str] | None:
 def parse_squeue(stdout: str) -> dict[str, LiveJob]:
     """Parse ``squeue -h -o SQUEUE_FORMAT`` and rank the pending jobs."""
     jobs: dict[str, LiveJob] = {}
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):  # not splitlines(): names may hold \x0b, \x1c, ...
         if not line.strip():
             continue
         parts = _split(line, len(SQUEUE_FIELDS))
@@ -220,7 +219,7 @@ def parse_state(value: str) -> tuple[str, str]:
 def parse_sacct(stdout: str) -> dict[str, AcctRecord]:
     """Parse ``sacct -X -P -n --delimiter=DELIMITER -o SACCT_FORMAT``."""
     records: dict[str, AcctRecord] = {}
-    for line in stdout.splitlines():
+    for line in stdout.split("\n"):  # not splitlines(): names may hold \x0b, \x1c, ...
         if not line.strip():
             continue
         parts = _split(line, len(SACCT_FIELDS))

@@ -1,8 +1,7 @@
 """Fixtures for the Slurm adapter tests.
 
 Parser tests need nothing. Tests marked ``slurm`` talk to the real lab cluster
-(``scripts/labcluster up``); they are skipped when it does not answer, unless
-LABQUEUE_REQUIRE_SLURM=1 makes that a failure (CI brings the cluster up).
+(``scripts/labcluster up``, which `make test` runs first); they fail when it does not answer.
 """
 
 from __future__ import annotations
@@ -28,14 +27,12 @@ if not settings.configured and not os.environ.get("DJANGO_SETTINGS_MODULE"):
 
 @pytest.fixture(scope="session")
 def cluster() -> None:
-    """Skip (or fail, with LABQUEUE_REQUIRE_SLURM=1) when the lab cluster is down."""
+    """Fail at once, with the fix, when the lab cluster is down."""
     try:
         pwd.getpwnam(STUDENT)
         runner.run(["scontrol", "ping"], timeout=15)
     except (KeyError, slurm.SlurmError) as exc:
-        if os.environ.get("LABQUEUE_REQUIRE_SLURM") == "1":
-            pytest.fail(f"the lab Slurm cluster is required but unavailable: {exc}")
-        pytest.skip(f"lab Slurm cluster unavailable ({exc}); run scripts/labcluster up")
+        pytest.fail(f"the lab Slurm cluster is unavailable ({exc}); run scripts/labcluster up")
 
 
 @pytest.fixture(scope="session")

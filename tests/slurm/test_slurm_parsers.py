@@ -335,3 +335,9 @@ def test_a_worker_that_cannot_run_slurm_is_unavailable_not_rejected(returncode: 
 
     assert isinstance(error, SlurmUnavailable)
     assert "could not be run on the worker" in error.message
+
+
+def test_a_job_name_with_a_form_feed_does_not_split_the_line() -> None:
+    line = SQUEUE.splitlines()[0].replace("big student3", "big\x0cstudent3")
+
+    assert parsers.parse_squeue(line)["141"].name == "big\x0cstudent3"

@@ -1,0 +1,44 @@
+"""Files a student uploads, and an assignment's starter files, land in the job's directory."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from courses.models import StarterFile
+from jobs.models import Job, Status
+from tests.conftest import dispatch, submit_form, wait_for_status
+
+
+@pytest.mark.slurm
+def test_uploaded_and_starter_files_are_in_the_jobs_directory(client, student, assignment, settings):
+    settings.MEDIA_ROOT.mkdir(parents=True, exist_ok=True)
+    StarterFile.objects.create(
+        assignment=assignment, name="starter.py", file=SimpleUploadedFile("starter.py", b"print('starter')\n")
+    )
+    assignment.script_template = "cat notes.txt\npython3 starter.py\n"
+    assignment.save()
+    client.force_login(student)
+    upload = SimpleUploadedFile("notes.txt", b"my own notes\n")
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), {**submit_form(), "uploads": [upload]})
+    job = wait_for_status(dispatch(Job.objects.get()), Status.COMPLETED)
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "my own notes" in page and "starter" in page
+
+
+def test_an_upload_over_the_size_limit_is_refused_and_nothing_is_submitted(client, student, assignment, settings):
+    settings.LABQUEUE_UPLOAD_MAX_BYTES = 1000
+    client.force_login(student)
+    upload = SimpleUploadedFile("big.bin", b"x" * 2000)
+    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), {**submit_form(), "uploads": [upload]})
+    assert response.status_code == 400
+    assert "The files add up to more than" in response.content.decode()
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("name", ["job.sh", ".bashrc", "job.out"])
+def test_an_upload_that_would_replace_the_script_or_logs_is_refused(client, student, assignment, name):
+    client.force_login(student)
+    upload = SimpleUploadedFile(name, b"#!/bin/bash\n#SBATCH --gres=gpu:4\n")
+    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), {**submit_form(), "uploads": [upload]})
+    assert response.status_code == 400
+    assert not Job.objects.exists()

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from courses.models import Assignment, Course, Dataset, Enrollment, StarterFile
+from courses.models import Assignment, Course, Dataset, Enrollment, LabSession, StarterFile
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -30,3 +30,9 @@ class StarterFileInline(admin.TabularInline):
 class AssignmentAdmin(admin.ModelAdmin):
     list_display = ("title", "course", "gpus", "minutes")
     inlines = [StarterFileInline]
+
+
+@admin.register(LabSession)
+class LabSessionAdmin(admin.ModelAdmin):
+    list_display = ("course", "starts_at", "ends_at", "nodes", "state", "reservation_name")
+    list_filter = ("state",)

@@ -1,8 +1,10 @@
 import json
+from datetime import timedelta
 
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from courses.hints import pattern_problem
 from courses.models import Assignment, Course, Hint
@@ -11,7 +13,7 @@ from courses.scripting import Resources, validate_schema, validate_template, val
 
 PARAMETERS_HELP = (
     "A JSON list. Each parameter becomes a shell variable in the script. Types: int and float "
-    '(with min, max), choice (with choices), string (with a pattern). Example: '
+    "(with min, max), choice (with choices), string (with a pattern). Example: "
     '[{"name": "EPOCHS", "type": "int", "default": 5, "min": 1, "max": 50, "help": "Training epochs"}]'
 )
 
@@ -125,9 +127,9 @@ class SubmissionForm(forms.Form):
                 choices=[(str(d.pk), d.name) for d in datasets],
                 help_text="Approved data sets for this assignment; the path is in $DATASET.",
             )
-        self.fields["uploads"].help_text = (
-            f"Optional. Up to {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB in all."
-        )
+        self.fields[
+            "uploads"
+        ].help_text = f"Optional. Up to {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB in all."
 
     def parameter_fields(self) -> list:
         return [self[f"param_{name}"] for name in self.parameter_names]
@@ -157,9 +159,7 @@ class SubmissionForm(forms.Form):
                     self.add_error(f"param_{name}" if name in self.parameter_names else None, messages)
         if all(key in data for key in ("gpus", "cpus", "mem_mb", "minutes")):
             data["resources"] = Resources(data["gpus"], data["cpus"], data["mem_mb"], data["minutes"])
-            for field, message in resource_problems(
-                course=self.assignment.course, resources=data["resources"]
-            ).items():
+            for field, message in resource_problems(course=self.assignment.course, resources=data["resources"]).items():
                 self.add_error(field, message)
         if "dataset" in self.fields and data.get("dataset"):
             data["dataset"] = self.assignment.datasets.get(pk=int(data["dataset"]))
@@ -183,9 +183,15 @@ def upload_name_problem(name: str) -> str | None:
 
 
 def _safe_upload_name(name: str) -> bool:
-    return bool(name) and "/" not in name and "\\" not in name and name not in {".", ".."} and (
-        not name.startswith(".")
-    ) and all(ord(ch) >= 32 for ch in name) and len(name) <= 200
+    return (
+        bool(name)
+        and "/" not in name
+        and "\\" not in name
+        and name not in {".", ".."}
+        and (not name.startswith("."))
+        and all(ord(ch) >= 32 for ch in name)
+        and len(name) <= 200
+    )
 
 
 def _parameter_field(spec: dict) -> forms.Field:
@@ -256,3 +262,60 @@ class RosterConfirmForm(forms.Form):
     csv_text = forms.CharField(widget=forms.HiddenInput, strip=False, max_length=ROSTER_MAX_BYTES)
     digest = forms.CharField(widget=forms.HiddenInput, max_length=64)
 
+
+CAP_FIELDS = {"gpus": "max_gpus_per_job", "cpus": "max_cpus_per_job", "mem_mb": "max_mem_mb_per_job",
+              "minutes": "max_minutes_per_job"}  # fmt: skip
+
+
+class CoursePolicyForm(forms.ModelForm):
+    """The course's resource policy. Existing assignments must still fit inside it."""
+
+    class Meta:
+        model = Course
+        fields = [
+            "max_gpus_per_job", "max_cpus_per_job", "max_mem_mb_per_job", "max_minutes_per_job",
+            "max_running_jobs_per_student", "max_queued_jobs_per_student", "gpu_hours_per_student",
+            "max_gpus_course", "partition", "qos",
+        ]  # fmt: skip
+        labels = {
+            "max_gpus_per_job": "GPUs per job", "max_cpus_per_job": "CPUs per job",
+            "max_mem_mb_per_job": "Memory per job (MB)", "max_minutes_per_job": "Wall time per job (minutes)",
+            "max_running_jobs_per_student": "Running jobs per student", "max_queued_jobs_per_student":
+            "Waiting or running jobs per student", "gpu_hours_per_student": "GPU-hour budget per student (term)",
+            "max_gpus_course": "GPUs for the whole course at once", "partition": "Partition", "qos": "QOS",
+        }  # fmt: skip
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("max_gpus_course") is not None and data.get("max_gpus_per_job", 0) > data["max_gpus_course"]:
+            self.add_error("max_gpus_per_job", "A job cannot ask for more GPUs than the whole course may use.")
+        if self.errors:
+            return data
+        trial = Course(**{name: data[name] for name in CAP_FIELDS.values()})
+        for assignment in self.instance.assignments.all():
+            for field, message in resource_problems(
+                course=trial, resources=Resources(**assignment.default_resources), asker="it asks for"
+            ).items():
+                self.add_error(CAP_FIELDS[field], f"“{assignment.title}”: {message} Change the assignment first.")
+        return data
+
+
+class LabSessionForm(forms.Form):
+    starts_at = forms.DateTimeField(label="Starts", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    ends_at = forms.DateTimeField(label="Ends", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    nodes = forms.IntegerField(label="GPU nodes", min_value=1, initial=1)
+    gpus = forms.IntegerField(
+        label="GPUs", min_value=1, required=False,
+        help_text="Used instead of nodes where Slurm can reserve GPUs by count (23.11+).",
+    )  # fmt: skip
+
+    def clean(self) -> dict:
+        data = super().clean()
+        starts, ends = data.get("starts_at"), data.get("ends_at")
+        if starts and ends and ends <= starts:
+            self.add_error("ends_at", "The lab must end after it starts.")
+        if starts and starts < timezone.now() - timedelta(minutes=5):
+            self.add_error("starts_at", "This time has passed.")
+        if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus" and not data.get("gpus"):
+            self.add_error("gpus", "Give the number of GPUs to reserve.")
+        return data

@@ -3,6 +3,7 @@ import uuid
 from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 
 slurm_name_validator = RegexValidator(
     r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
@@ -21,6 +22,26 @@ class Course(models.Model):
     max_cpus_per_job = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1)])
     max_mem_mb_per_job = models.PositiveIntegerField(default=16000, validators=[MinValueValidator(100)])
     max_minutes_per_job = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
+    # The course policy (empty = no limit). Written into Slurm too by `sync_slurm` (jobs/policy_sync.py).
+    max_running_jobs_per_student = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Jobs one student may have running at once; more wait in the queue (Slurm MaxJobs).",
+    )  # fmt: skip
+    max_queued_jobs_per_student = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Jobs one student may have waiting or running at once; more are refused (Slurm MaxSubmitJobs).",
+    )  # fmt: skip
+    gpu_hours_per_student = models.PositiveIntegerField(
+        null=True, blank=True, help_text="GPU-hours each student may use this term (Slurm GrpTRESMins on gres/gpu)."
+    )
+    max_gpus_course = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="GPUs the whole course may use at once (Slurm GrpTRES on the account).",
+    )  # fmt: skip
+    qos = models.CharField(
+        max_length=64, blank=True, validators=[slurm_name_validator],
+        help_text="Slurm QOS for the course's jobs; empty: the portal-wide LABQUEUE_COURSE_QOS, if any.",
+    )  # fmt: skip
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -142,3 +163,52 @@ class Hint(models.Model):
 
     def __str__(self) -> str:
         return self.message[:60]
+
+
+class LabSession(models.Model):
+    """A scheduled lab: the course gets a Slurm reservation of whole nodes (or GPUs) for its duration.
+
+    States: scheduled -> reserved (the reservation exists in Slurm) -> ended; scheduled or reserved ->
+    cancelled; scheduled -> failed (Slurm refused the reservation; `message` says why).
+    """
+
+    class State(models.TextChoices):
+        SCHEDULED = "scheduled", "Scheduled"
+        RESERVED = "reserved", "Reserved on the cluster"
+        ENDED = "ended", "Ended"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Could not be reserved"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="lab_sessions")
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    nodes = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
+    gpus = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Only with LABQUEUE_RESERVATION_STRATEGY=gpus (Slurm 23.11+)."
+    )
+    state = models.CharField(max_length=16, choices=State.choices, default=State.SCHEDULED)
+    reservation_name = models.CharField(max_length=64, blank=True)
+    reserved_nodes = models.CharField(max_length=200, blank=True, help_text="Nodes Slurm reserved, e.g. gpu2.")
+    reservation_active = models.BooleanField(default=False, help_text="The reservation exists in Slurm.")
+    message = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["starts_at"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(ends_at__gt=models.F("starts_at")), name="lab_ends_after_start")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.course.code} lab {self.starts_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in (self.State.SCHEDULED, self.State.RESERVED)
+
+    @property
+    def is_on(self) -> bool:
+        """The lab is running now and its reservation exists."""
+        return self.state == self.State.RESERVED and self.starts_at <= timezone.now() < self.ends_at

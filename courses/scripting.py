@@ -196,9 +196,7 @@ def format_minutes(minutes: int) -> str:
     return f"{hours:02d}:{mins:02d}:00"
 
 
-def render_script(
-    *, body: str, values: dict, resources: Resources, dataset_path: str = "", label: str = ""
-) -> str:
+def render_script(*, body: str, values: dict, resources: Resources, dataset_path: str = "", label: str = "") -> str:
     """The exact batch script the portal submits. Only the portal writes #SBATCH lines."""
     lines = ["#!/bin/bash"]
     if resources.gpus:

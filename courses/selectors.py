@@ -2,8 +2,9 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
-from courses.models import Assignment, Course, Enrollment, Role
+from courses.models import Assignment, Course, Enrollment, LabSession, Role
 
 
 def enrollment_list(*, user) -> QuerySet[Enrollment]:
@@ -40,3 +41,19 @@ def roster_current(*, course: Course) -> dict[str, str]:
     """netid -> role of everyone enrolled who has a cluster user name (the roster keys people by netid)."""
     rows = Enrollment.objects.filter(course=course, user__netid__isnull=False).values_list("user__netid", "role")
     return dict(rows)
+
+
+def lab_session_list(*, course: Course) -> QuerySet[LabSession]:
+    return LabSession.objects.filter(course=course).order_by("-starts_at")
+
+
+def lab_session_next(*, course: Course, now=None) -> LabSession | None:
+    """The lab that is on now or comes next (not cancelled, not failed)."""
+    now = now or timezone.now()
+    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
+    sessions = LabSession.objects.filter(course=course, state__in=open_states, ends_at__gt=now)
+    return sessions.order_by("starts_at").first()
+
+
+def lab_session_get(*, course: Course, session_uuid) -> LabSession:
+    return get_object_or_404(LabSession, course=course, uuid=session_uuid)

@@ -1,15 +1,25 @@
+from datetime import datetime
+
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import connection, transaction
 
-from courses.models import Assignment, Course, Dataset, Enrollment, StarterFile
+from courses.models import Assignment, Course, Dataset, Enrollment, LabSession, StarterFile
+from courses.policy import lab_overlap_problem
 from courses.roster import RosterPlan, RosterRow
+
+LAB_SCHEDULE_LOCK = 4_202_604  # pg_advisory_xact_lock key for lab scheduling
 
 
 @transaction.atomic
 def assignment_save(
-    *, course: Course, fields: dict, datasets: list[Dataset], assignment: Assignment | None = None,
+    *,
+    course: Course,
+    fields: dict,
+    datasets: list[Dataset],
+    assignment: Assignment | None = None,
     starter_file: UploadedFile | None = None,
 ) -> Assignment:
     """Create or update an assignment from validated fields (AssignmentForm checks them)."""
@@ -28,6 +38,7 @@ def assignment_save(
 @transaction.atomic
 def enrollment_set(*, user, course: Course, role: str) -> Enrollment:
     enrollment, _ = Enrollment.objects.update_or_create(user=user, course=course, defaults={"role": role})
+    slurm_sync_on_commit(course=course, trigger="enrollment")
     return enrollment
 
 
@@ -57,6 +68,8 @@ def roster_apply(*, course: Course, plan: RosterPlan, actor) -> RosterPlan:
         deleted, _ = Enrollment.objects.filter(course=course, user__netid=drop.netid, role=drop.role).delete()
         if deleted != 1:
             raise ValidationError(f"{drop.netid}'s enrollment changed since the preview; nothing was changed.")
+    if plan.adds or plan.drops:
+        slurm_sync_on_commit(course=course, trigger="enrollment")
     return plan
 
 
@@ -73,3 +86,74 @@ def _roster_user(row: RosterRow):
     user.full_clean()
     user.save()
     return user
+
+
+def slurm_sync_on_commit(*, course: Course, trigger: str) -> None:
+    """After the transaction commits, ask the worker to write the course's policy and roster into Slurm.
+
+    The task is named, not imported: courses does not import jobs (jobs.tasks.sync_slurm does the work).
+    """
+    from portal.celery import app
+
+    kwargs = {"course_id": course.pk, "trigger": trigger}
+    transaction.on_commit(lambda: app.send_task("jobs.tasks.sync_slurm", kwargs=kwargs))
+
+
+def _labs_tick_on_commit() -> None:
+    from portal.celery import app
+
+    transaction.on_commit(lambda: app.send_task("jobs.tasks.labs_tick"))
+
+
+@transaction.atomic
+def course_policy_update(*, course: Course, fields: dict, actor) -> Course:
+    """Save the course's policy (CoursePolicyForm checked it) and have Slurm follow."""
+    for name, value in fields.items():
+        setattr(course, name, value)
+    course.full_clean()
+    course.save()
+    slurm_sync_on_commit(course=course, trigger="policy")
+    return course
+
+
+def _lab_capacity() -> tuple[int, str]:
+    nodes = len(settings.LABQUEUE_RESERVABLE_NODES)
+    if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus":
+        return nodes * settings.LABQUEUE_GPUS_PER_NODE, "GPU"
+    return nodes, "node"
+
+
+@transaction.atomic
+def lab_session_schedule(
+    *, course: Course, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None = None, actor=None
+) -> LabSession:
+    """Schedule a lab, refused when it and the labs overlapping it need more than the reservable nodes
+    (or GPUs). One scheduling at a time (an advisory lock on PostgreSQL), so two cannot both fit."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAB_SCHEDULE_LOCK])
+    capacity, unit = _lab_capacity()
+    size = gpus if unit == "GPU" else nodes
+    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
+    overlapping = LabSession.objects.filter(state__in=open_states, starts_at__lt=ends_at, ends_at__gt=starts_at)
+    others = [(s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
+              for s in overlapping.select_related("course")]  # fmt: skip
+    problem = lab_overlap_problem(starts_at=starts_at, ends_at=ends_at, size=size, others=others, capacity=capacity,
+                                  unit=unit)  # fmt: skip
+    if problem:
+        raise ValidationError(problem)
+    session = LabSession(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus, created_by=actor)
+    session.full_clean()
+    session.save()
+    _labs_tick_on_commit()
+    return session
+
+
+@transaction.atomic
+def lab_session_cancel(*, session: LabSession, actor) -> None:
+    """Cancel a lab that has not ended; the worker removes its reservation if it has one."""
+    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
+    if not LabSession.objects.filter(pk=session.pk, state__in=open_states).update(state=LabSession.State.CANCELLED):
+        raise ValidationError("This lab has already ended or been cancelled.")
+    session.state = LabSession.State.CANCELLED
+    _labs_tick_on_commit()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from courses import views
+from courses import policy_views, views
 
 app_name = "courses"
 
@@ -10,6 +10,13 @@ urlpatterns = [
     path("courses/<slug:slug>/assignments/new/", views.assignment_edit, name="assignment-create"),
     path("courses/<slug:slug>/roster/", views.roster_import, name="roster-import"),
     path("courses/<slug:slug>/hints/", views.hint_list, name="hint-list"),
+    path("courses/<slug:slug>/policy/", policy_views.course_policy, name="course-policy"),
+    path("courses/<slug:slug>/labs/", policy_views.lab_session_list_view, name="lab-list"),
+    path(
+        "courses/<slug:slug>/labs/<uuid:session_uuid>/cancel/",
+        policy_views.lab_session_cancel_view,
+        name="lab-cancel",
+    ),
     path("courses/<slug:slug>/hints/<int:hint_id>/delete/", views.hint_delete, name="hint-delete"),
     path(
         "courses/<slug:slug>/assignments/<slug:assignment_slug>/",

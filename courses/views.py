@@ -9,7 +9,14 @@ from courses.forms import AssignmentForm, HintForm, RosterConfirmForm, RosterUpl
 from courses.models import STAFF_ROLES, Assignment, Role
 from courses.roster import roster_plan
 from courses.scripting import Resources, default_values, render_script
-from courses.selectors import assignment_get, assignment_list, course_get_for_user, enrollment_list, roster_current
+from courses.selectors import (
+    assignment_get,
+    assignment_list,
+    course_get_for_user,
+    enrollment_list,
+    lab_session_next,
+    roster_current,
+)
 from courses.services import assignment_save, roster_apply
 
 
@@ -35,6 +42,7 @@ def course_list(request: HttpRequest) -> HttpResponse:
 def course_detail(request: HttpRequest, slug: str) -> HttpResponse:
     course, role = course_get_for_user(user=request.user, slug=slug)
     context = {"course": course, "role": role, "assignments": assignment_list(course=course)}
+    context["next_lab"] = lab_session_next(course=course)
     return render(request, "courses/course_detail.html", {**context, "is_course_staff": role in STAFF_ROLES})
 
 
@@ -50,6 +58,7 @@ def assignment_detail(request: HttpRequest, slug: str, assignment_slug: str) -> 
         "form": SubmissionForm(assignment=assignment),
         "preview": _preview(assignment) if role in STAFF_ROLES else "",
         "can_edit": role == Role.INSTRUCTOR,
+        "next_lab": lab_session_next(course=course),
     }
     return render(request, "courses/assignment_detail.html", context)
 

@@ -34,6 +34,4 @@ class RetryForm(forms.Form):
 
 
 class NoteForm(forms.Form):
-    text = forms.CharField(
-        label="Note to the student", max_length=4000, widget=forms.Textarea(attrs={"rows": 3})
-    )
+    text = forms.CharField(label="Note to the student", max_length=4000, widget=forms.Textarea(attrs={"rows": 3}))

@@ -48,6 +48,8 @@ class Job(models.Model):
     minutes = models.PositiveIntegerField()
     account = models.CharField(max_length=64)
     partition = models.CharField(max_length=64, blank=True)
+    qos = models.CharField(max_length=64, blank=True)
+    reservation = models.CharField(max_length=64, blank=True, help_text="The lab session's Slurm reservation.")
     script = models.TextField(help_text="The exact batch script submitted.")
     workdir = models.CharField(max_length=500)
 
@@ -153,6 +155,29 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_status}->{self.to_status}: {self.cause}"
+
+
+class SlurmSyncRun(models.Model):
+    """One reconciliation of the course policies with Slurm's associations (jobs/policy_sync.py).
+
+    `changes` lists the differences found (portal desired vs `sacctmgr show`), each with the sacctmgr
+    argv that fixes it; a dry run only lists them. The staff drift page reads the latest row.
+    """
+
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    trigger = models.CharField(max_length=32, help_text="command, enrollment, policy, periodic, ...")
+    dry_run = models.BooleanField(default=False)
+    courses = models.JSONField(default=list, help_text="Slurm accounts the run looked at.")
+    changes = models.JSONField(default=list)
+    unmanaged = models.JSONField(default=list, help_text="Associations in course accounts the portal leaves alone.")
+    errors = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"Slurm sync {self.started_at:%Y-%m-%d %H:%M} ({len(self.changes)} changes)"
 
 
 class UsageRecord(models.Model):

@@ -2,7 +2,7 @@ from datetime import timedelta
 from uuid import UUID
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
@@ -75,3 +75,28 @@ def job_attempts(*, job: Job) -> list[Job]:
         chain.append(later)
         later = Job.objects.filter(retry_of=later).only("uuid", "attempt", "status", "retry_of").first()
     return chain
+
+
+LIVE = (Status.QUEUED, Status.SUBMITTING, Status.PENDING, Status.RUNNING)
+
+
+def student_live_jobs(*, user, course: Course) -> int:
+    """The student's jobs in the course that are waiting or running (in the portal or in Slurm)."""
+    return Job.objects.filter(user=user, assignment__course=course, status__in=LIVE).count()
+
+
+def student_gpu_hours(*, user, course: Course) -> float:
+    """GPU-hours the student's finished jobs in the course used: sum(gpus * elapsed) / 3600, in the database."""
+    total = Job.objects.filter(user=user, assignment__course=course, elapsed_seconds__isnull=False).aggregate(
+        seconds=Sum(F("gpus") * F("elapsed_seconds"))
+    )["seconds"]
+    return (total or 0) / 3600
+
+
+def student_budget(*, user, course: Course) -> dict | None:
+    """Used and remaining GPU-hours of the course's per-student budget; None when the course has none."""
+    if course.gpu_hours_per_student is None:
+        return None
+    used = student_gpu_hours(user=user, course=course)
+    budget = course.gpu_hours_per_student
+    return {"budget": budget, "used": used, "remaining": max(0.0, budget - used), "spent": used >= budget}

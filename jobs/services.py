@@ -14,11 +14,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from courses.models import Assignment, Dataset
-from courses.policy import resource_problems
+from courses.policy import resource_problems, running_notice, submission_problems
 from courses.scripting import Resources, render_script
 from jobs import slurm
 from jobs.explanations import explain
+from jobs.labs import lab_reservation_for
 from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, JobNote, Status
+from jobs.policy_sync import course_qos
+from jobs.selectors import student_gpu_hours, student_live_jobs
 from jobs.workdir import WorkdirError, job_workdir, staging_clear, staging_dir, workdir_prepare
 
 log = logging.getLogger(__name__)
@@ -48,8 +51,15 @@ def job_transition(*, job: Job, to: str, cause: str, actor=None, **fields) -> bo
 
 @transaction.atomic
 def job_submit(
-    *, user, assignment: Assignment, values: dict, resources: Resources, dataset: Dataset | None = None,
-    uploads: list[UploadedFile] = (), retry_of: Job | None = None, actor=None,
+    *,
+    user,
+    assignment: Assignment,
+    values: dict,
+    resources: Resources,
+    dataset: Dataset | None = None,
+    uploads: list[UploadedFile] = (),
+    retry_of: Job | None = None,
+    actor=None,
 ) -> Job:
     """Record a job request and send it to the cluster once the transaction commits.
 
@@ -65,6 +75,12 @@ def job_submit(
     problems = resource_problems(course=course, resources=resources)
     if problems:
         raise ValidationError(list(problems.values()))
+    live = student_live_jobs(user=user, course=course)
+    refusals = submission_problems(
+        course=course, resources=resources, active_jobs=live, gpu_hours_used=student_gpu_hours(user=user, course=course)
+    )
+    if refusals:
+        raise ValidationError(refusals)
     if dataset is not None and not assignment.datasets.filter(pk=dataset.pk).exists():
         raise ValidationError("That data set is not approved for this assignment.")
     used = Job.objects.filter(user=user, assignment=assignment).count()
@@ -83,6 +99,7 @@ def job_submit(
     job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
     job.gpus, job.cpus, job.mem_mb, job.minutes = resources.gpus, resources.cpus, resources.mem_mb, resources.minutes
     job.account, job.partition, job.script = course.slurm_account, course.partition, script
+    job.qos = course_qos(course)
     job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
     job.created_by = actor if actor.pk != user.pk else None
     if retry_of is not None:
@@ -91,6 +108,8 @@ def job_submit(
     cause = f"Retry of attempt {retry_of.attempt}." if retry_of else "Submitted in the portal."
     if actor.pk != user.pk:
         cause += f" Requested by {actor} on the student's behalf."
+    if notice := running_notice(course=course, live_jobs=live):
+        cause += f" {notice}"
     JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
     _stage_uploads(job, uploads)
     if retry_of is not None:
@@ -160,9 +179,7 @@ def job_note_add(*, job: Job, author, text: str) -> JobNote:
 
 @transaction.atomic
 def job_review(*, job: Job, reviewer) -> None:
-    if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(
-        reviewed_at=timezone.now(), reviewed_by=reviewer
-    ):
+    if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(reviewed_at=timezone.now(), reviewed_by=reviewer):
         JobEvent.objects.create(job=job, cause="Marked as reviewed.", actor=reviewer)
 
 
@@ -185,7 +202,8 @@ def job_dispatch(*, job_id: int) -> None:
             script_path = workdir_prepare(
                 workdir=job.workdir, netid=job.run_as, script=job.script, files=_job_files(job)
             )
-            Job.objects.filter(pk=job.pk).update(submit_attempts=F("submit_attempts") + 1)
+            job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
+            Job.objects.filter(pk=job.pk).update(submit_attempts=F("submit_attempts") + 1, reservation=job.reservation)
             slurm_id = slurm.submit(
                 slurm.JobSpec(
                     script_path=script_path,
@@ -196,6 +214,8 @@ def job_dispatch(*, job_id: int) -> None:
                     workdir=job.workdir,
                     stdout=str(Path(job.workdir) / job.stdout_name),
                     stderr=str(Path(job.workdir) / job.stderr_name),
+                    reservation=job.reservation,
+                    qos=job.qos,
                 )
             )
     except slurm.SlurmUnavailable as error:
@@ -216,7 +236,8 @@ def job_dispatch(*, job_id: int) -> None:
     job_transition(
         job=job,
         to=Status.PENDING,
-        cause=f"Accepted by Slurm as job {slurm_id}.",
+        cause=f"Accepted by Slurm as job {slurm_id}."
+        + (f" It runs in the lab session's reservation {job.reservation}." if job.reservation else ""),
         slurm_job_id=slurm_id,
         slurm_state="PENDING",
         submitted_at=timezone.now(),
@@ -240,7 +261,10 @@ def job_cancel(*, job: Job, actor) -> None:
     if job.is_terminal:
         raise ValidationError("This job has already finished.")
     if job.status == Status.QUEUED and job_transition(
-        job=job, to=Status.CANCELLED, cause="Cancelled before it reached the cluster.", actor=actor,
+        job=job,
+        to=Status.CANCELLED,
+        cause="Cancelled before it reached the cluster.",
+        actor=actor,
         ended_at=timezone.now(),
     ):
         staging_clear(str(job.uuid))

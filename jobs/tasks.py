@@ -47,3 +47,27 @@ def ingest_usage() -> None:
         usage_ingest()
     except slurm.SlurmUnavailable as error:
         log.warning("Usage ingest skipped, slurmdbd did not answer: %s", error)
+
+
+@shared_task
+def sync_slurm(course_id: int | None = None, trigger: str = "periodic") -> None:
+    """Write course policies and rosters into Slurm (one course after a change, all of them periodically)."""
+    from courses.models import Course
+    from jobs.policy_sync import slurm_sync
+
+    slugs = list(Course.objects.filter(pk=course_id).values_list("slug", flat=True)) if course_id else None
+    try:
+        slurm_sync(course_slugs=slugs, trigger=trigger)
+    except slurm.SlurmUnavailable as error:
+        log.warning("Slurm policy sync skipped, sacctmgr did not answer: %s", error)
+
+
+@shared_task
+def labs_tick() -> None:
+    """Create the reservations of labs about to start; remove those of labs that ended or were cancelled."""
+    from jobs.labs import labs_tick as tick
+
+    try:
+        tick()
+    except slurm.SlurmUnavailable as error:
+        log.warning("Lab reservations not updated, Slurm did not answer: %s", error)

@@ -6,8 +6,7 @@ POSIX_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 
 netid_validator = RegexValidator(
     POSIX_NAME,
-    "A cluster username is 1-32 characters: lowercase letters, digits, '_' or '-', "
-    "starting with a letter or '_'.",
+    "A cluster username is 1-32 characters: lowercase letters, digits, '_' or '-', starting with a letter or '_'.",
 )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.sso import DEFAULT_NETID_PATTERN, socialaccount_providers
+from portal.sso import DEFAULT_NETID_PATTERN, parse_group_roles, socialaccount_providers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -159,6 +159,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("LABQUEUE_SYNC_SECONDS", 5)),
         "options": {"expires": float(env_int("LABQUEUE_SYNC_SECONDS", 5))},
     },
+    "sync-slurm-policy": {
+        "task": "jobs.tasks.sync_slurm",
+        "schedule": float(env_int("LABQUEUE_SLURM_SYNC_SECONDS", 900)),
+        "options": {"expires": float(env_int("LABQUEUE_SLURM_SYNC_SECONDS", 900))},
+    },
+    "lab-reservations": {
+        "task": "jobs.tasks.labs_tick",
+        "schedule": float(env_int("LABQUEUE_LAB_TICK_SECONDS", 30)),
+        "options": {"expires": float(env_int("LABQUEUE_LAB_TICK_SECONDS", 30))},
+    },
     "ingest-usage": {
         "task": "jobs.tasks.ingest_usage",
         "schedule": float(env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300)),
@@ -185,6 +195,15 @@ LABQUEUE_REPORT_DEFAULT_DAYS = env_int("LABQUEUE_REPORT_DEFAULT_DAYS", 120)
 LABQUEUE_BILLING_RATE = env("LABQUEUE_BILLING_RATE")
 LABQUEUE_BILLING_CURRENCY = env("LABQUEUE_BILLING_CURRENCY", "USD")
 
+# Course policy in Slurm and classroom priority (jobs/policy_sync.py, jobs/labs.py; README "Classroom priority").
+LABQUEUE_COURSE_QOS = env("LABQUEUE_COURSE_QOS")  # e.g. "coursework": --qos for course jobs (a course's own qos wins)
+LABQUEUE_RESERVATION_STRATEGY = env("LABQUEUE_RESERVATION_STRATEGY", "nodes")  # "nodes" (22.05) or "gpus" (23.11+)
+LABQUEUE_RESERVABLE_NODES = env_list("LABQUEUE_RESERVABLE_NODES", "gpu1,gpu2")  # nodes labs may reserve
+LABQUEUE_GPUS_PER_NODE = env_int("LABQUEUE_GPUS_PER_NODE", 4)  # capacity for the "gpus" strategy
+LABQUEUE_LAB_RESERVE_AHEAD_MINUTES = env_int("LABQUEUE_LAB_RESERVE_AHEAD_MINUTES", 60)  # reserve this early
+if LABQUEUE_RESERVATION_STRATEGY not in ("nodes", "gpus"):
+    raise ImproperlyConfigured("LABQUEUE_RESERVATION_STRATEGY must be 'nodes' or 'gpus'.")
+
 # Campus SSO (django-allauth SAML and OpenID Connect; see portal/sso.py and .env.example).
 # LABQUEUE_SSO_ONLY=1 in production: no local passwords, no signup, campus login only.
 LABQUEUE_SSO_ONLY = env_bool("LABQUEUE_SSO_ONLY")
@@ -195,6 +214,7 @@ LABQUEUE_ACCOUNT_REQUEST_URL = env("LABQUEUE_ACCOUNT_REQUEST_URL")  # where to a
 LABQUEUE_STAFF_AFFILIATIONS = env_list("LABQUEUE_STAFF_AFFILIATIONS")
 LABQUEUE_STAFF_GROUPS = env_list("LABQUEUE_STAFF_GROUPS")
 LABQUEUE_GROUP_ROLES = json.loads(env("LABQUEUE_GROUP_ROLES", "{}"))  # {"<group>": "<course slug>:<role>"}
+parse_group_roles(LABQUEUE_GROUP_ROLES)  # a bad mapping stops the start, not a login
 LABQUEUE_SAML_IDPS = json.loads(env("LABQUEUE_SAML_IDPS", "[]"))
 LABQUEUE_OIDC_PROVIDERS = json.loads(env("LABQUEUE_OIDC_PROVIDERS", "[]"))
 SOCIALACCOUNT_PROVIDERS = socialaccount_providers(

@@ -38,7 +38,7 @@ def run_script(client, student, course, script: str, **form) -> Job:
     job = dispatch(Job.objects.latest("created_at"))
     if job.status == Status.REJECTED:
         return job
-    return wait_for_status(job, Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+    return wait_for_status(job, Status.COMPLETED, Status.FAILED, Status.CANCELLED, timeout=180)
 
 
 def explanation_on_page(client, job) -> str:
@@ -61,7 +61,7 @@ def test_a_failed_job_is_explained_in_plain_words(client, student, course, scrip
 
 
 def test_a_job_over_its_time_limit_is_explained_with_a_suggestion_of_more_time(client, student, course):
-    job = run_script(client, student, course, "sleep 300\n", minutes="1")
+    job = run_script(client, student, course, "sleep 300\n", minutes="1")  # Slurm checks limits every ~30 s
     assert job.slurm_state == "TIMEOUT"
     page = explanation_on_page(client, job)
     assert "ran out of time" in page and "Retry with more time" in page

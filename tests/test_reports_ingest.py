@@ -10,14 +10,14 @@ from jobs.models import AccountingCursor, UsageRecord
 from jobs.reports.ingest import portal_job_uuid, usage_ingest
 from jobs.slurm import runner
 from jobs.tasks import ingest_usage
-from tests.test_reports_reconciliation import wait_in_sacct
+from tests.test_reports_reconciliation import ingest_until_seen, wait_in_sacct
 
 pytestmark = pytest.mark.slurm
 
 
 def outside_job() -> str:
-    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs102", "--partition=gpu", "--gres=gpu:1",
-            "--job-name=by-hand", "--output=/dev/null", "--time=1", "--wrap=sleep 1"]  # fmt: skip
+    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs103", "--partition=gpu", "--gres=gpu:1",
+            "--job-name=by-hand", "--no-requeue", "--output=/dev/null", "--time=1", "--wrap=sleep 1"]  # fmt: skip
     return runner.run(argv, run_as="student3").strip()
 
 
@@ -45,15 +45,16 @@ def test_when_slurm_does_not_answer_the_mark_stays_and_the_next_cycle_catches_up
         usage_ingest()
     ingest_usage()  # the beat task logs and returns; it does not crash the worker
     cursor = AccountingCursor.objects.get()
-    assert cursor.ingested_until == mark and "not installed" in cursor.last_error
+    assert cursor.ingested_until == mark and "sacct" in cursor.last_error
     assert not UsageRecord.objects.filter(slurm_job_id=job_id).exists()
 
     settings.SLURM_BIN_DIR = ""
-    usage_ingest()
+    ingest_until_seen([job_id])
     cursor = AccountingCursor.objects.get()
     assert cursor.ingested_until > mark and cursor.last_error == ""
     record = UsageRecord.objects.get(slurm_job_id=job_id)
-    assert (record.user, record.account, record.state, record.gpus) == ("student3", "cs102", "COMPLETED", 1)
+    final_state = runner.run(["sacct", "-X", "-n", "-P", "-j", job_id, "-o", "State"]).split()[0]
+    assert (record.user, record.account, record.state, record.gpus) == ("student3", "cs103", final_state, 1)
     assert record.job is None and record.qos and record.partition == "gpu"
     assert record.started_at and record.ended_at and record.submitted_at
 

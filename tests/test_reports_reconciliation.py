@@ -1,6 +1,6 @@
 """On the lab cluster: a known mix of jobs, ingested, reported and reconciled against sacct.
 
-The course uses account cs102 (the other tests use cs101), and the report covers only
+The course uses account cs103, which no other test uses, and the report covers only
 this test's own minutes, so jobs of other tests do not count. The expected GPU-hours are
 computed here straight from `sacct` output, without the adapter's parsers.
 """
@@ -21,7 +21,7 @@ from courses.scripting import Resources
 from jobs import services
 from jobs.models import Status, UsageRecord
 from jobs.reports.ingest import usage_ingest
-from jobs.reports.queries import ReportRange, Usage, course_report
+from jobs.reports.queries import LIVE_STATES, ReportRange, Usage, course_report
 from jobs.slurm import runner
 from tests.conftest import dispatch, make_user, wait_for_status
 
@@ -37,7 +37,7 @@ PARAMETERS = [
 @pytest.fixture
 def lab_course(db) -> Course:
     return Course.objects.create(
-        slug="gpu-lab", code="GPU200", title="GPU Lab", term="Fall", slurm_account="cs102", partition="gpu",
+        slug="gpu-lab", code="GPU200", title="GPU Lab", term="Fall", slurm_account="cs103", partition="gpu",
         max_gpus_per_job=2, max_cpus_per_job=2, max_mem_mb_per_job=1000, max_minutes_per_job=5,
     )  # fmt: skip
 
@@ -66,8 +66,8 @@ def submit(user, assignment, *, gpus: int, sleep: int, code: int = 0):
 
 
 def sacct_gpu_seconds_by_user(start: datetime, end: datetime) -> dict[str, int]:
-    """GPU-seconds per user on cs102 in [start, end), from sacct's own output."""
-    argv = ["sacct", "-a", "-X", "-P", "-n", "-A", "cs102", "-o", "User,AllocTRES,Start,End",
+    """GPU-seconds per user on cs103 in [start, end), from sacct's own output."""
+    argv = ["sacct", "-a", "-X", "-P", "-n", "-A", "cs103", "-o", "User,AllocTRES,Start,End",
             "-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]  # fmt: skip
     stdout = runner.run(argv, env_extra={"SLURM_TIME_FORMAT": "%s", "TZ": "UTC"})
     totals: dict[str, int] = defaultdict(int)
@@ -82,14 +82,35 @@ def sacct_gpu_seconds_by_user(start: datetime, end: datetime) -> dict[str, int]:
     return {user: seconds for user, seconds in totals.items() if seconds}
 
 
-def wait_in_sacct(job_id: str, timeout: float = 60) -> None:
+FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE"}
+
+
+def wait_in_sacct(job_id: str, timeout: float = 90) -> None:
+    """Until sacct gives the job a final state (jobs here are sent with --no-requeue, so it stays final)."""
     deadline = time.monotonic() + timeout
     while True:
         out = runner.run(["sacct", "-X", "-n", "-P", "-j", job_id, "-o", "State"])
-        if out.strip() and out.split()[0] not in ("PENDING", "RUNNING", "COMPLETING"):
+        if out.strip() and out.split()[0] in FINAL_STATES:
             return
         assert time.monotonic() < deadline, f"job {job_id} did not finish: {out!r}"
         time.sleep(0.5)
+
+
+def ingest_until_seen(job_ids: list[str], timeout: float = 30):
+    """Run ingest cycles until every job is copied.
+
+    slurmdbd answers a windowed sacct (-S/-E) for a just-finished job a second or two
+    after `sacct -j` already shows it, so one cycle may miss it; the next cycle's window
+    (mark - overlap) finds it. That lag is what the overlap is for.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = usage_ingest()
+        seen = set(UsageRecord.objects.filter(slurm_job_id__in=job_ids).values_list("slurm_job_id", flat=True))
+        if seen == set(job_ids):
+            return result
+        assert time.monotonic() < deadline, f"never ingested: {set(job_ids) - seen}"
+        time.sleep(1)
 
 
 class Tables(HTMLParser):
@@ -134,8 +155,8 @@ def test_a_known_mix_of_jobs_reconciles_with_sacct_and_only_the_outside_job_diff
     failed = submit(student1, train, gpus=1, sleep=1, code=1)
     cancelled = submit(student2, train, gpus=1, sleep=60)
     outside_id = runner.run(
-        ["sbatch", "--parsable", "--export=NONE", "--account=cs102", "--partition=gpu", "--gres=gpu:1",
-         "--job-name=by-hand", "--output=/dev/null", "--time=2", "--wrap=sleep 2"],
+        ["sbatch", "--parsable", "--export=NONE", "--account=cs103", "--partition=gpu", "--gres=gpu:1",
+         "--job-name=by-hand", "--no-requeue", "--output=/dev/null", "--time=2", "--wrap=sleep 2"],
         run_as="student2",
     ).strip()  # fmt: skip
 
@@ -150,10 +171,14 @@ def test_a_known_mix_of_jobs_reconciles_with_sacct_and_only_the_outside_job_diff
     window_end = timezone.now().replace(microsecond=0) + timedelta(seconds=2)
     time.sleep(2)
 
-    first = usage_ingest()
-    snapshot = list(UsageRecord.objects.order_by("pk").values())
+    first = ingest_until_seen([job.slurm_job_id for job in (completed, failed, cancelled)] + [outside_id])
+    # Other tests' jobs may still be running on the cluster (their rows rightly change); finished ones may not.
+    finished = UsageRecord.objects.exclude(state__in=LIVE_STATES).order_by("pk")
+    snapshot, rows = list(finished.values()), UsageRecord.objects.count()
     again = usage_ingest()
-    assert list(UsageRecord.objects.order_by("pk").values()) == snapshot, "re-ingesting changes nothing"
+    assert list(UsageRecord.objects.filter(pk__in=[row["id"] for row in snapshot]).order_by("pk").values()) == snapshot
+    assert UsageRecord.objects.filter(pk__lte=max(row["id"] for row in snapshot)).count() <= rows
+    assert UsageRecord.objects.filter(account="cs103", submitted_at__gte=window_start).count() == 4
     assert again.since < first.until
 
     window = ReportRange(window_start, window_end)
@@ -168,7 +193,7 @@ def test_a_known_mix_of_jobs_reconciles_with_sacct_and_only_the_outside_job_diff
     by_assignment = {row.label: row for row in report.assignments}
     assert by_assignment["Train"].jobs == 3 and by_assignment["Outside the portal"].jobs == 1
 
-    records = {record.slurm_job_id: record for record in UsageRecord.objects.filter(account="cs102")}
+    records = {record.slurm_job_id: record for record in UsageRecord.objects.filter(account="cs103")}
     for job in (completed, failed, cancelled):
         assert records[job.slurm_job_id].job_id == job.pk, "linked by the lq-<uuid> job name"
     assert records[outside_id].job_id is None

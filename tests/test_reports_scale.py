@@ -5,11 +5,11 @@ computed here in Python from the generated data, independently of the report's S
 """
 
 import random
+import statistics
 import time
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 
-import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -17,7 +17,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from courses.models import Assignment, Course, Enrollment, Role
+from jobs import slurm
 from jobs.models import AccountingCursor, Job, Status, UsageRecord
+from jobs.reports.ingest import usage_records_save
 from jobs.reports.queries import ReportRange, course_report
 
 #: Queries for the course report page, with 3 records or 20,000: session, user, course,
@@ -41,27 +43,54 @@ def build(*, students: int, records: int, outside: int = 0, seed: int = 5):
     )
     rng = random.Random(seed)
     runs = []
-    for n in range(records + outside):
+    for _ in range(records + outside):
         submit = BASE + timedelta(seconds=rng.randrange(30 * 86400))
         start = submit + timedelta(seconds=rng.randrange(0, 900))
         end = start + timedelta(seconds=rng.randrange(1, 20 * 3600))
         runs.append((users[rng.randrange(students)], rng.choice([0, 1, 1, 2]), submit, start, end, rng.choice(STATES)))
     jobs = Job.objects.bulk_create(
         [
-            Job(user=user, assignment=rng.choice(assignments), run_as=user.netid, gpus=gpus, cpus=2, mem_mb=100,
-                minutes=1200, account="big1", script="", workdir="", status=PORTAL_STATUS.get(state, Status.FAILED),
-                slurm_job_id=str(n + 1), submitted_at=submit, started_at=start, ended_at=end,
-                elapsed_seconds=int((end - start).total_seconds()))  # fmt: skip
+            Job(
+                user=user,
+                assignment=rng.choice(assignments),
+                run_as=user.netid,
+                gpus=gpus,
+                cpus=2,
+                mem_mb=100,
+                minutes=1200,
+                account="big1",
+                script="",
+                workdir="",
+                status=PORTAL_STATUS.get(state, Status.FAILED),
+                slurm_job_id=str(n + 1),
+                submitted_at=submit,
+                started_at=start,
+                ended_at=end,
+                elapsed_seconds=int((end - start).total_seconds()),
+            )  # fmt: skip
             for n, (user, gpus, submit, start, end, state) in enumerate(runs[:records])
         ]
     )
     now = timezone.now()
     UsageRecord.objects.bulk_create(
         [
-            UsageRecord(cluster="lab", slurm_job_id=str(n + 1), submitted_at=submit, job=jobs[n] if n < records else None,
-                        job_name="lq-x", user=user.netid, account="big1", state=state, started_at=start, ended_at=end,
-                        elapsed_seconds=int((end - start).total_seconds()), gpus=gpus, cpus=2, billing=2,
-                        ingested_at=now)  # fmt: skip
+            UsageRecord(
+                cluster="lab",
+                slurm_job_id=str(n + 1),
+                submitted_at=submit,
+                job=jobs[n] if n < records else None,
+                job_name="lq-x",
+                user=user.netid,
+                account="big1",
+                state=state,
+                started_at=start,
+                ended_at=end,
+                elapsed_seconds=int((end - start).total_seconds()),
+                gpus=gpus,
+                cpus=2,
+                billing=2,
+                ingested_at=now,
+            )  # fmt: skip
             for n, (user, gpus, submit, start, end, state) in enumerate(runs)
         ],
         batch_size=5000,
@@ -121,6 +150,9 @@ def test_per_student_gpu_hours_are_clipped_to_the_range_in_the_database(db):
     expected = expected_gpu_seconds(runs, window)
     assert {row.key: row.gpu_seconds for row in report.students if row.gpu_seconds} == expected
     assert report.total.gpu_seconds == sum(expected.values())
+    in_range = [(submit, start) for _, _, submit, start, end, _ in runs if submit < window.end and end >= window.start]
+    waits = [(start - submit).total_seconds() for submit, start in in_range]
+    assert report.total.median_wait == statistics.median(waits)
     assert round(sum(hours for _, hours in report.days) * 3600) == report.total.gpu_seconds
     assert [day for day, _ in report.days] == [date(2026, 9, 10), date(2026, 9, 11), date(2026, 9, 12)]
 
@@ -161,3 +193,42 @@ def test_a_job_the_portal_and_slurm_see_differently_is_listed_with_its_cause(db)
     assert causes["missing"].job_uuid == other.uuid and causes["missing"].slurm_job_id == other.slurm_job_id
     assert not report.reconciliation.agrees
 
+
+def test_saving_20000_accounting_records_twice_leaves_the_same_rows(db):
+    now = timezone.now()
+    records = [
+        slurm.AcctRecord(
+            job_id=str(n),
+            name=f"job{n}",
+            user=f"s{n % 300:03d}",
+            account="big1",
+            partition="gpu",
+            qos="normal",
+            reservation="",
+            state="COMPLETED",
+            cancelled_by="",
+            exit_code=0,
+            signal=0,
+            reason="",
+            submit=BASE + timedelta(seconds=n),
+            start=BASE + timedelta(seconds=n + 5),
+            end=BASE + timedelta(seconds=n + 65),
+            elapsed_seconds=60,
+            gpus=n % 3,
+            cpus=2,
+            mem_mb=1000,
+            billing=2,
+        )  # fmt: skip
+        for n in range(20_000)
+    ]
+    started = time.monotonic()
+    usage_records_save(cluster="lab", records=records, now=now)
+    first = time.monotonic() - started
+    snapshot = list(UsageRecord.objects.order_by("pk").values())
+    started = time.monotonic()
+    with CaptureQueriesContext(connection) as queries:
+        usage_records_save(cluster="lab", records=records, now=now + timedelta(minutes=5))
+    again = time.monotonic() - started
+    assert list(UsageRecord.objects.order_by("pk").values()) == snapshot
+    assert len(snapshot) == 20_000 and len(queries) <= 20_000 // 2000 + 1
+    print(f"\nsaving 20,000 records: {first:.2f}s first time, {again:.2f}s again ({len(queries)} queries)")

@@ -19,8 +19,18 @@ def failures(client, student, classmate, assignment, course):
     for user, task, key in rows:
         jobs.append(
             Job.objects.create(
-                user=user, assignment=task, run_as=user.netid, gpus=0, cpus=1, mem_mb=100, minutes=1,
-                account="cs101", script="", workdir="/nonexistent", status=Status.FAILED, explanation_key=key,
+                user=user,
+                assignment=task,
+                run_as=user.netid,
+                gpus=0,
+                cpus=1,
+                mem_mb=100,
+                minutes=1,
+                account="cs101",
+                script="",
+                workdir="/nonexistent",
+                status=Status.FAILED,
+                explanation_key=key,
             )  # fmt: skip
         )
     Job.objects.create(

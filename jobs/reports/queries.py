@@ -85,7 +85,9 @@ class Median(Aggregate):
     def as_sqlite(self, compiler, connection, **extra):
         connection.ensure_connection()
         connection.connection.create_aggregate("lq_median", 1, _SqliteMedian)
-        return self.as_sql(compiler, connection, function="lq_median", template="%(function)s(%(expressions)s)")
+        plain = self.copy()
+        plain.function, plain.template = "lq_median", "%(function)s(%(expressions)s)"
+        return plain.as_sql(compiler, connection, **extra)
 
 
 @dataclass(frozen=True)

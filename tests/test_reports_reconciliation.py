@@ -20,8 +20,9 @@ from courses.models import Assignment, Course, Role
 from courses.scripting import Resources
 from jobs import services
 from jobs.models import Status, UsageRecord
+from jobs.reports.course_report import course_report
 from jobs.reports.ingest import usage_ingest
-from jobs.reports.queries import LIVE_STATES, ReportRange, Usage, course_report
+from jobs.reports.queries import LIVE_STATES, ReportRange, Usage
 from jobs.slurm import runner
 from tests.conftest import dispatch, make_user, wait_for_status
 

@@ -19,8 +19,9 @@ from django.utils import timezone
 from courses.models import Assignment, Course, Enrollment, Role
 from jobs import slurm
 from jobs.models import AccountingCursor, Job, Status, UsageRecord
+from jobs.reports.course_report import course_report
 from jobs.reports.ingest import usage_records_save
-from jobs.reports.queries import ReportRange, course_report
+from jobs.reports.queries import ReportRange
 
 #: Queries for the course report page, with 3 records or 20,000: session, user, course,
 #: role, then the report (totals, per student x2, per assignment, states, chart days,

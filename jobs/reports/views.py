@@ -10,8 +10,9 @@ from django.views.decorators.http import require_GET
 
 from courses.models import STAFF_ROLES
 from courses.selectors import course_get_for_user
+from jobs.reports.course_report import course_report
 from jobs.reports.forms import course_default_first, overview_default_first, range_from_request
-from jobs.reports.queries import DIFFERENCES_SHOWN, Usage, course_report, my_usage, usage_overview
+from jobs.reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, usage_overview
 from jobs.reports.svg import gpu_hours_chart
 
 

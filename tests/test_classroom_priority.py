@@ -2,7 +2,7 @@
 
 Fills the cluster's 8 GPUs with researcher1 jobs (account research), queues more research work,
 starts a lab for a cs102 course, and submits class jobs through the portal. Wait times are printed
-(run with -s to see them). Everything this test makes is cancelled or deleted at the end.
+to the test output. Everything this test makes is cancelled or deleted at the end.
 """
 
 import subprocess
@@ -83,7 +83,12 @@ def wait(check, timeout: float, what: str):
     return value
 
 
-def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client):
+def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client, capsys):
+    def say(*parts) -> None:
+        """Wait times go to the test output even when pytest captures it."""
+        with capsys.disabled():
+            say(*parts)
+
     course = Course.objects.create(
         slug="lab102",
         code="CS102",
@@ -109,15 +114,11 @@ def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client):
     try:
         fill = [research_job(FILL_SECONDS) for _ in range(8)]
         wait(lambda: cluster_full(fill), 90, "the fill jobs to take every free GPU")
-        print(
-            "\nfill:", {job_id: (row["state"], row["nodes"] or row["reason"]) for job_id, row in squeue(fill).items()}
-        )
+        say("\nfill:", {job_id: (row["state"], row["nodes"] or row["reason"]) for job_id, row in squeue(fill).items()})
         filled_at = time.time()
         later = [research_job(60) for _ in range(8)]
         time.sleep(2)
-        print(
-            "queued after the fill:", {job_id: (row["state"], row["reason"]) for job_id, row in squeue(later).items()}
-        )
+        say("queued after the fill:", {job_id: (row["state"], row["reason"]) for job_id, row in squeue(later).items()})
         assert all(row["state"] == "PENDING" for row in squeue(later).values()), "the cluster is full"
 
         now = timezone.now()
@@ -126,7 +127,7 @@ def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client):
         session.refresh_from_db()
         reservation = reservations.reservation_list()[session.reservation_name]
         assert reservation.accounts == "cs102" and reservation.nodes in ("gpu1", "gpu2")
-        print(f"\nlab reservation {reservation.name} on {reservation.nodes} ({reservation.flags})")
+        say(f"\nlab reservation {reservation.name} on {reservation.nodes} ({reservation.flags})")
 
         client.force_login(student)
         jobs = []
@@ -143,21 +144,21 @@ def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client):
         waiting = squeue(later)
         class_rows = squeue([Job.objects.get(pk=job.pk).slurm_job_id for job in jobs])
         still_waiting = [job_id for job_id, row in waiting.items() if row["state"] == "PENDING"]
-        print(
+        say(
             f"cluster filled at {datetime.fromtimestamp(filled_at, tz=UTC):%H:%M:%S} with 8 research jobs "
             f"of {FILL_SECONDS} s"
         )
         for job_id, row in class_rows.items():
-            print(f"class job {job_id}: waited {row['start'] - row['submit']} s, runs on {row['nodes']} in the lab")
+            say(f"class job {job_id}: waited {row['start'] - row['submit']} s, runs on {row['nodes']} in the lab")
         now_epoch = int(time.time())
         for job_id, row in sorted(waiting.items()):
             if row["start"] and row["state"] != "PENDING":
-                print(
+                say(
                     f"research job {job_id} (queued before the class jobs): waited {row['start'] - row['submit']} s,"
                     f" runs on {row['nodes']}"
                 )
             else:
-                print(
+                say(
                     f"research job {job_id} (queued before the class jobs): still waiting after "
                     f"{now_epoch - row['submit']} s ({row['reason']})"
                 )
@@ -174,7 +175,7 @@ def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client):
         if any(Job.objects.get(pk=job.pk).status == Status.RUNNING for job in jobs):
             assert labs_tick() == {"reserved": 0, "ended": 1, "released": 0}
             session.refresh_from_db()
-            print(f"lab ended with class jobs running: {session.message}")
+            say(f"lab ended with class jobs running: {session.message}")
             assert "in use" in session.message
         for job in jobs:
             wait_for_status(job, Status.COMPLETED)

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.forms import SubmissionForm
@@ -15,7 +16,7 @@ from courses.selectors import assignment_get, course_get_for_user
 from jobs import files
 from jobs.explanations import explain, hint_messages, status_text
 from jobs.forms import NoteForm, RetryForm
-from jobs.models import Job, Status
+from jobs.models import ACTIVE_IN_SLURM, Job, Status
 from jobs.selectors import (
     failure_counts,
     job_attempts,
@@ -96,7 +97,15 @@ def _detail_context(request: HttpRequest, job: Job) -> dict:
         "attempts": job_attempts(job=job),
         "retried_by": Job.objects.filter(retry_of=job).first(),
         "poll": not job.is_terminal,
+        "out_of_date": _out_of_date(job),
     }
+
+
+def _out_of_date(job: Job) -> bool:
+    """Slurm has not answered about this live job for three sync cycles: say the status is the last known."""
+    if job.status not in ACTIVE_IN_SLURM or job.checked_at is None:
+        return False
+    return (timezone.now() - job.checked_at).total_seconds() > 3 * settings.LABQUEUE_SYNC_SECONDS
 
 
 @require_GET

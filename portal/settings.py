@@ -153,11 +153,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+LABQUEUE_SYNC_SECONDS = env_int("LABQUEUE_SYNC_SECONDS", 5)
 CELERY_BEAT_SCHEDULE = {
     "sync-jobs": {
         "task": "jobs.tasks.sync_jobs",
-        "schedule": float(env_int("LABQUEUE_SYNC_SECONDS", 5)),
-        "options": {"expires": float(env_int("LABQUEUE_SYNC_SECONDS", 5))},
+        "schedule": float(LABQUEUE_SYNC_SECONDS),
+        "options": {"expires": float(LABQUEUE_SYNC_SECONDS)},
     },
     "sync-slurm-policy": {
         "task": "jobs.tasks.sync_slurm",

@@ -1,9 +1,11 @@
 """When Slurm does not answer, the job waits and says so; nothing is lost."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs import services, slurm
 from jobs.models import Job, Status
@@ -55,3 +57,22 @@ def test_a_sync_that_cannot_reach_slurm_keeps_the_last_known_state(client, stude
         services.jobs_sync()
     job.refresh_from_db()
     assert job.status == Status.PENDING
+
+
+def test_the_job_page_says_when_the_status_is_only_the_last_known(client, student, assignment, tmp_path, monkeypatch):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    services.job_dispatch(job_id=job.pk)
+    services.jobs_sync()
+    page = client.get(reverse("jobs:job-status", args=[job.uuid])).content.decode()
+    assert "has not answered since" not in page
+
+    monkeypatch.setenv("SLURM_CONF", unreachable_controller(tmp_path))
+    Job.objects.filter(pk=job.pk).update(checked_at=timezone.now() - timedelta(minutes=5))
+    with pytest.raises(slurm.SlurmUnavailable):
+        services.jobs_sync()
+    page = client.get(reverse("jobs:job-status", args=[job.uuid])).content.decode()
+    assert "The cluster has not answered since" in page and "Your job is not lost" in page
+    monkeypatch.delenv("SLURM_CONF")
+    wait_for_status(job, Status.COMPLETED)

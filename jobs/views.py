@@ -26,6 +26,7 @@ from jobs.selectors import (
     job_list_for_course,
 )
 from jobs.services import job_cancel, job_note_add, job_retry, job_review, job_submit, retry_suggestion
+from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
 
 LOG_PAGE_BYTES = 64 * 1024
 
@@ -36,19 +37,29 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
     course, role = course_get_for_user(user=request.user, slug=slug)
     assignment = assignment_get(course=course, slug=assignment_slug)
     form = SubmissionForm(request.POST, request.FILES, assignment=assignment)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            job = job_submit(
-                user=request.user, assignment=assignment, values=data["values"], resources=data["resources"],
-                dataset=data["dataset"], uploads=data["uploads"],
-            )  # fmt: skip
-        except ValidationError as error:
-            form.add_error(None, error)
-        else:
-            messages.success(request, "Job submitted. This page updates by itself.")
-            return redirect("jobs:job-detail", job_uuid=job.uuid)
-    context = {"course": course, "role": role, "assignment": assignment, "form": form}
+    token = request.POST.get("upload_token", "")
+    valid = form.is_valid()
+    new_uploads = form.cleaned_data.get("uploads") or []
+    with uploads_merged(kept=uploads_kept(session=request.session, token=token), new=new_uploads) as uploads:
+        if valid and sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
+            form.add_error("uploads", "With the files kept from your last try, the files are over the size limit.")
+        elif valid:
+            data = form.cleaned_data
+            try:
+                job = job_submit(
+                    user=request.user, assignment=assignment, values=data["values"], resources=data["resources"],
+                    dataset=data["dataset"], uploads=uploads,
+                )  # fmt: skip
+            except ValidationError as error:
+                form.add_error(None, error)
+            else:
+                uploads_forget(session=request.session, token=token)
+                messages.success(request, "Job submitted. This page updates by itself.")
+                return redirect("jobs:job-detail", job_uuid=job.uuid)
+    if new_uploads or token:
+        token = uploads_keep(session=request.session, uploads=new_uploads, token=token)
+    context = {"course": course, "role": role, "assignment": assignment, "form": form, "upload_token": token}
+    context["kept_uploads"] = [path.name for path in uploads_kept(session=request.session, token=token)]
     context["can_edit"] = role == Role.INSTRUCTOR
     return render(request, "courses/assignment_detail.html", context, status=400)
 

@@ -6,6 +6,7 @@ from django.urls import reverse
 
 from courses.models import StarterFile
 from jobs.models import Job, Status
+from jobs.workdir import staging_dir
 from tests.conftest import dispatch, submit_form, wait_for_status
 
 
@@ -42,3 +43,33 @@ def test_an_upload_that_would_replace_the_script_or_logs_is_refused(client, stud
     response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), {**submit_form(), "uploads": [upload]})
     assert response.status_code == 400
     assert not Job.objects.exists()
+
+
+@pytest.mark.slurm
+def test_files_chosen_with_a_refused_form_are_kept_for_the_corrected_one(client, student, assignment, settings):
+    assignment.script_template = "cat notes.txt\n"
+    assignment.save()
+    client.force_login(student)
+    url = reverse("jobs:job-create", args=["cs101", "hello"])
+    upload = SimpleUploadedFile("notes.txt", b"kept across the error\n")
+    refused = client.post(url, {**submit_form(param_EPOCHS="99"), "uploads": [upload]})
+    assert refused.status_code == 400
+    page = refused.content.decode()
+    assert "Kept from your last try" in page and "notes.txt" in page
+    token = refused.context["upload_token"]
+
+    client.post(url, {**submit_form(), "upload_token": token})
+    job = wait_for_status(dispatch(Job.objects.get()), Status.COMPLETED)
+    assert "kept across the error" in client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+
+
+def test_another_session_cannot_use_kept_files(client, student, classmate, assignment):
+    client.force_login(student)
+    url = reverse("jobs:job-create", args=["cs101", "hello"])
+    upload = SimpleUploadedFile("secret.txt", b"mine\n")
+    token = client.post(url, {**submit_form(param_EPOCHS="99"), "uploads": [upload]}).context["upload_token"]
+    client.force_login(classmate)
+    client.post(url, {**submit_form(), "upload_token": token})
+    job = Job.objects.get()
+    assert job.user == classmate
+    assert not (staging_dir(str(job.uuid)) / "secret.txt").exists()

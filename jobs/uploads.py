@@ -1,0 +1,61 @@
+"""Uploads kept across a refused form, so bad input elsewhere in the form loses no file.
+
+When a submission is refused (a parameter out of range, a limit), the files the student
+chose are kept under MEDIA_ROOT/pending/<token>/ and the form carries the token; only the
+session that kept them may use it.
+"""
+
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files import File
+from django.core.files.uploadedfile import UploadedFile
+
+SESSION_KEY = "labqueue_upload_tokens"
+
+
+def _folder(token: str) -> Path:
+    return Path(settings.MEDIA_ROOT) / "pending" / token
+
+
+def uploads_keep(*, session, uploads: list[UploadedFile], token: str = "") -> str:
+    """Save the uploads next to any kept under `token`; returns the token to carry in the form."""
+    if token not in session.get(SESSION_KEY, []):
+        token = secrets.token_urlsafe(16)
+    folder = _folder(token)
+    folder.mkdir(parents=True, exist_ok=True)
+    for upload in uploads:
+        with open(folder / upload.name, "wb") as target:
+            for chunk in upload.chunks():
+                target.write(chunk)
+    session[SESSION_KEY] = [*session.get(SESSION_KEY, []), token][-10:]
+    return token
+
+
+def uploads_kept(*, session, token: str) -> list[Path]:
+    """The files kept under `token`, if this session kept them."""
+    if not token or token not in session.get(SESSION_KEY, []) or not _folder(token).is_dir():
+        return []
+    return [path for path in sorted(_folder(token).iterdir()) if path.is_file()]
+
+
+@contextmanager
+def uploads_merged(*, kept: list[Path], new: list[UploadedFile]) -> Iterator[list[File]]:
+    """Kept files and new uploads as one list of open files (a new file replaces a kept one of its name)."""
+    names = {upload.name for upload in new}
+    opened = [File(path.open("rb"), name=path.name) for path in kept if path.name not in names]
+    try:
+        yield opened + list(new)
+    finally:
+        for handle in opened:
+            handle.close()
+
+
+def uploads_forget(*, session, token: str) -> None:
+    if token in session.get(SESSION_KEY, []):
+        shutil.rmtree(_folder(token), ignore_errors=True)
+        session[SESSION_KEY] = [kept for kept in session[SESSION_KEY] if kept != token]

@@ -86,11 +86,14 @@ def student_live_jobs(*, user, course: Course) -> int:
 
 
 def student_gpu_hours(*, user, course: Course) -> float:
-    """GPU-hours the student's finished jobs in the course used: sum(gpus * elapsed) / 3600, in the database."""
-    total = Job.objects.filter(user=user, assignment__course=course, elapsed_seconds__isnull=False).aggregate(
-        seconds=Sum(F("gpus") * F("elapsed_seconds"))
-    )["seconds"]
-    return (total or 0) / 3600
+    """GPU-hours the student's jobs in the course used: gpus x elapsed of finished jobs (summed in the
+    database), plus the time so far of the few running now."""
+    jobs = Job.objects.filter(user=user, assignment__course=course)
+    finished = jobs.filter(elapsed_seconds__isnull=False).aggregate(seconds=Sum(F("gpus") * F("elapsed_seconds")))
+    running = jobs.filter(status=Status.RUNNING, elapsed_seconds__isnull=True, started_at__isnull=False, gpus__gt=0)
+    now = timezone.now()
+    so_far = sum(job.gpus * (now - job.started_at).total_seconds() for job in running.only("gpus", "started_at"))
+    return ((finished["seconds"] or 0) + so_far) / 3600
 
 
 def student_budget(*, user, course: Course) -> dict | None:

@@ -1,7 +1,10 @@
 """The portal holds each student to the course policy before anything reaches Slurm."""
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs.models import Job, Status
 from tests.conftest import make_user, submit_form
@@ -171,3 +174,14 @@ def test_the_policy_page_needs_a_login(client, course):
 def test_the_policy_page_answers_only_get_and_post(client, instructor):
     client.force_login(instructor)
     assert client.put(policy_url()).status_code == 405
+
+
+def test_budget_use_includes_the_time_so_far_of_running_jobs(client, student, assignment, course):
+    course.gpu_hours_per_student = 10
+    course.save()
+    past_job(student, assignment, gpus=1, hours=1)
+    running = past_job(student, assignment, gpus=2, hours=0, status=Status.RUNNING)
+    Job.objects.filter(pk=running.pk).update(elapsed_seconds=None, started_at=timezone.now() - timedelta(hours=1.5))
+    client.force_login(student)
+    page = client.get(reverse("courses:assignment-detail", args=["cs101", "hello"])).content.decode()
+    assert "GPU-hour budget in CS101: used 4.0 of 10, 6.0 remaining." in page

@@ -4,7 +4,10 @@ import logging
 
 from celery import shared_task
 
-from jobs import services, slurm
+from courses.models import Course
+from jobs import labs, services, slurm
+from jobs.policy_sync import slurm_sync
+from jobs.reports.ingest import usage_ingest
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +44,6 @@ def sync_jobs() -> None:
 @shared_task
 def ingest_usage() -> None:
     """Copy new Slurm accounting into UsageRecord. When slurmdbd is down the mark stays; the next run catches up."""
-    from jobs.reports.ingest import usage_ingest
-
     try:
         usage_ingest()
     except slurm.SlurmUnavailable as error:
@@ -52,9 +53,6 @@ def ingest_usage() -> None:
 @shared_task
 def sync_slurm(course_id: int | None = None, trigger: str = "periodic") -> None:
     """Write course policies and rosters into Slurm (one course after a change, all of them periodically)."""
-    from courses.models import Course
-    from jobs.policy_sync import slurm_sync
-
     slugs = list(Course.objects.filter(pk=course_id).values_list("slug", flat=True)) if course_id else None
     try:
         slurm_sync(course_slugs=slugs, trigger=trigger)
@@ -65,9 +63,7 @@ def sync_slurm(course_id: int | None = None, trigger: str = "periodic") -> None:
 @shared_task
 def labs_tick() -> None:
     """Create the reservations of labs about to start; remove those of labs that ended or were cancelled."""
-    from jobs.labs import labs_tick as tick
-
     try:
-        tick()
+        labs.labs_tick()
     except slurm.SlurmUnavailable as error:
         log.warning("Lab reservations not updated, Slurm did not answer: %s", error)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slurm
 
 
 def outside_job() -> str:
-    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs103", "--partition=gpu", "--gres=gpu:1",
+    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs102", "--partition=gpu", "--gres=gpu:1",
             "--job-name=by-hand", "--no-requeue", "--output=/dev/null", "--time=1", "--wrap=sleep 1"]  # fmt: skip
     return runner.run(argv, run_as="student3").strip()
 
@@ -54,7 +54,7 @@ def test_when_slurm_does_not_answer_the_mark_stays_and_the_next_cycle_catches_up
     assert cursor.ingested_until > mark and cursor.last_error == ""
     record = UsageRecord.objects.get(slurm_job_id=job_id)
     final_state = runner.run(["sacct", "-X", "-n", "-P", "-j", job_id, "-o", "State"]).split()[0]
-    assert (record.user, record.account, record.state, record.gpus) == ("student3", "cs103", final_state, 1)
+    assert (record.user, record.account, record.state, record.gpus) == ("student3", "cs102", final_state, 1)
     assert record.job is None and record.qos and record.partition == "gpu"
     assert record.started_at and record.ended_at and record.submitted_at
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from courses.hints import pattern_problem
 from courses.models import Assignment, Course, Hint
 from courses.policy import resource_problems
-from courses.scripting import Resources, validate_schema, validate_template, validate_values
+from courses.scripting import PORTAL_FILE_NAMES, Resources, validate_schema, validate_template, validate_values
 
 PARAMETERS_HELP = (
     "A JSON list. Each parameter becomes a shell variable in the script. Types: int and float "
@@ -166,11 +166,6 @@ class SubmissionForm(forms.Form):
         else:
             data["dataset"] = None
         return data
-
-
-#: Files the portal itself writes into every job directory; a starter file or upload must not replace them
-#: (the files are copied in after job.sh is written, so a "job.sh" would become the batch script).
-PORTAL_FILE_NAMES = ("job.sh", "job.out", "job.err")
 
 
 def upload_name_problem(name: str) -> str | None:

@@ -23,6 +23,9 @@ SBATCH_LINE_RE = re.compile(r"^\s*#\s*SBATCH", re.IGNORECASE | re.MULTILINE)
 MAX_STRING_LENGTH = 200
 MAX_PATTERN_LENGTH = 200
 MAX_PARAMETERS = 30
+# Files the portal itself writes in every job directory; no upload may take these names.
+SCRIPT_NAME, STDOUT_NAME, STDERR_NAME = "job.sh", "job.out", "job.err"
+PORTAL_FILE_NAMES = (SCRIPT_NAME, STDOUT_NAME, STDERR_NAME)
 
 
 @dataclass(frozen=True)

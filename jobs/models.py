@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from courses.models import Assignment, Dataset
+from courses.scripting import STDERR_NAME, STDOUT_NAME
 
 
 class Status(models.TextChoices):
@@ -118,11 +119,11 @@ class Job(models.Model):
 
     @property
     def stdout_name(self) -> str:
-        return "job.out"
+        return STDOUT_NAME
 
     @property
     def stderr_name(self) -> str:
-        return "job.err"
+        return STDERR_NAME
 
 
 class JobNote(models.Model):

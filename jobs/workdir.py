@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-PORTAL_FILES = ("job.sh", "job.out", "job.err")
+from courses.scripting import PORTAL_FILE_NAMES, SCRIPT_NAME
 
 
 class WorkdirError(Exception):
@@ -43,11 +43,11 @@ def workdir_prepare(*, workdir: str, netid: str, script: str, files: list[tuple[
                 raise WorkdirError("The job directory is a symbolic link; refusing to use it.")
             _own(directory, account)
         for name, source in files:
-            if name in PORTAL_FILES or "/" in name or name.startswith("."):
+            if name in PORTAL_FILE_NAMES or "/" in name or name.startswith("."):
                 raise WorkdirError(f"The file name '{name}' cannot be used in a job directory; rename the file.")
             with open(source, "rb") as handle:
                 _write(root / name, handle.read(), account)
-        script_path = root / "job.sh"
+        script_path = root / SCRIPT_NAME
         _write(script_path, script.encode(), account)
     except OSError as error:
         raise WorkdirError(f"The portal could not prepare the job directory ({error.strerror}).")

@@ -135,6 +135,8 @@ def roster_import(request: HttpRequest, slug: str) -> HttpResponse:
                 return redirect("courses:course-detail", slug=course.slug)
         else:
             messages.error(request, "The roster or the course changed since the preview. Check this preview again.")
+    elif confirming:
+        messages.error(request, "The roster or the course changed since the preview. Upload the roster again.")
     elif request.method == "POST" and form.is_valid():
         text = form.cleaned_data["roster"]
         plan = roster_plan(text, roster_current(course=course), keep=keep)

@@ -117,17 +117,17 @@ class TooLarge(Exception):
 
 def build_zip(root: str, *, folder: str, max_bytes: int) -> SpooledTemporaryFile:
     """Every regular file under root in one zip (in a temporary file), inside `folder/`."""
-    files = list_files(root)
-    if sum(f.size for f in files) > max_bytes:
+    files = list(_walk(root))  # all of them: list_files stops at MAX_LISTED_FILES
+    if sum(info.st_size for _, info in files) > max_bytes:
         raise TooLarge(f"The job's files add up to more than {max_bytes // (1024 * 1024)} MB.")
     spool = SpooledTemporaryFile(max_size=16 * 1024 * 1024)
     with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for entry in files:
+        for path, _ in files:
             try:
-                fd = open_file(root, entry.path)
+                fd = open_file(root, path)
             except UnsafePath:
                 continue
-            with os.fdopen(fd, "rb") as source, archive.open(f"{folder}/{entry.path}", "w") as target:
+            with os.fdopen(fd, "rb") as source, archive.open(f"{folder}/{path}", "w") as target:
                 while chunk := source.read(1024 * 1024):
                     target.write(chunk)
     spool.seek(0)

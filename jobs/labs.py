@@ -80,9 +80,9 @@ def lab_reserve(*, session: LabSession) -> bool:
 
 
 def lab_release(*, session: LabSession) -> None:
-    """Remove an ended or cancelled session's reservation, and free portal jobs still waiting for it."""
-    reservations.reservation_delete(session.reservation_name)
-    LabSession.objects.filter(pk=session.pk).update(reservation_active=False)
+    """Remove an ended or cancelled session's reservation, and free portal jobs still waiting for it.
+
+    The waiting jobs go first: Slurm refuses to delete a reservation jobs wait for ("in use")."""
     waiting = Job.objects.filter(reservation=session.reservation_name, status=Status.PENDING).exclude(slurm_job_id="")
     for job in waiting:
         reservations.job_reservation_clear(job.slurm_job_id)
@@ -90,6 +90,8 @@ def lab_release(*, session: LabSession) -> None:
         JobEvent.objects.create(
             job=job, cause="The lab session ended before the job started; it now waits in the normal queue."
         )
+    reservations.reservation_delete(session.reservation_name)
+    LabSession.objects.filter(pk=session.pk).update(reservation_active=False)
 
 
 def labs_tick(*, now=None) -> dict[str, int]:

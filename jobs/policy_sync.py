@@ -243,7 +243,8 @@ def slurm_sync(
     cluster = settings.LABQUEUE_SLURM_CLUSTER
     courses = Course.objects.exclude(slurm_account="").order_by("pk")
     if course_slugs is not None:
-        courses = courses.filter(slug__in=course_slugs)
+        # Every course on the chosen courses' accounts, so that an account another course shares is seen as shared.
+        courses = courses.filter(slurm_account__in=courses.filter(slug__in=course_slugs).values("slurm_account"))
     desired, errors = desired_accounts(list(courses))
     run = SlurmSyncRun.objects.create(trigger=trigger, dry_run=dry_run, courses=[d.account for d in desired])
     try:

@@ -7,6 +7,7 @@ students' POSIX accounts.
 
 import os
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -44,7 +45,23 @@ def job_root(settings, tmp_path):
     settings.LABQUEUE_JOB_ROOT = root
     settings.MEDIA_ROOT = tmp_path / "media"
     yield root
+    cancel_jobs_under(root)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def cancel_jobs_under(root: Path) -> None:
+    """Cancel the Slurm jobs this test left behind, even when it failed: every job whose working
+    directory is under the test's own job root (other tests' and other runs' jobs are left alone)."""
+    try:
+        listing = subprocess.run(
+            ["squeue", "-h", "-a", "-o", "%i|%Z"], capture_output=True, text=True, timeout=15, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return  # the cluster is down: nothing of ours can be running either
+    rows = (line.partition("|") for line in listing.splitlines())
+    ours = [job_id for job_id, _, workdir in rows if workdir == str(root) or workdir.startswith(f"{root}/")]
+    if ours:
+        subprocess.run(["scancel", *ours], capture_output=True, timeout=15, check=False)
 
 
 def make_user(username: str, netid: str | None = None, **extra):

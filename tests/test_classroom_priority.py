@@ -117,7 +117,11 @@ def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client, caps
         say("\nfill:", {job_id: (row["state"], row["nodes"] or row["reason"]) for job_id, row in squeue(fill).items()})
         filled_at = time.time()
         later = [research_job(60) for _ in range(8)]
-        time.sleep(2)
+        wait(
+            lambda: all(row["reason"] in ("Priority", "Resources") for row in squeue(later).values()),
+            30,
+            "the scheduler to look at the research jobs queued after the fill",
+        )
         say("queued after the fill:", {job_id: (row["state"], row["reason"]) for job_id, row in squeue(later).items()})
         assert all(row["state"] == "PENDING" for row in squeue(later).values()), "the cluster is full"
 

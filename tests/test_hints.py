@@ -50,6 +50,7 @@ def test_a_matching_hint_is_shown_on_the_failed_job(client, instructor, student,
     assert "Shown only on timeouts." not in page
 
 
+@pytest.mark.timeout(30)  # a hang here must fail the test, not stall the suite
 def test_a_pattern_that_backtracks_on_a_large_log_is_cut_off_not_hanging_the_page(client, student, course, job_root):
     Hint.objects.create(course=course, pattern=r"(\w+\s?)*$", message="Never shown.")
     workdir = Path(job_root) / "slow"

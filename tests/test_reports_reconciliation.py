@@ -162,6 +162,8 @@ def test_a_known_mix_of_jobs_reconciles_with_sacct_and_only_the_outside_job_diff
     ).strip()  # fmt: skip
 
     cancelled = wait_for_status(cancelled, Status.RUNNING)
+    # Reason for a fixed wait: the cancelled job must run for a measurable time, so that its
+    # usage record has a non-zero elapsed time that the report has to sum.
     time.sleep(2)
     services.job_cancel(job=cancelled, actor=student2)
     services.job_scancel(job_id=cancelled.pk)
@@ -170,6 +172,8 @@ def test_a_known_mix_of_jobs_reconciles_with_sacct_and_only_the_outside_job_diff
     assert wait_for_status(cancelled, Status.CANCELLED)
     wait_in_sacct(outside_id)
     window_end = timezone.now().replace(microsecond=0) + timedelta(seconds=2)
+    # Reason for a fixed wait: the report's window ends 2 s from now (whole seconds, as the
+    # form sends them); the ingest must run after that end so every record falls inside it.
     time.sleep(2)
 
     first = ingest_until_seen([job.slurm_job_id for job in (completed, failed, cancelled)] + [outside_id])

@@ -143,5 +143,7 @@ def job_reservation_clear(job_id: str) -> None:
 
     try:
         runner.run(["scontrol", "update", f"jobid={check_job_id(job_id)}", "reservation="])
+        # When the reservation ended first, Slurm holds the job (RESV_DEL_HOLD); a job not held is left as it is.
+        runner.run(["scontrol", "release", job_id])
     except SlurmRejected as error:
         logger.info("slurm: could not clear the reservation of job %s: %s", job_id, error)

@@ -1,0 +1,149 @@
+"""Shared helpers for the behaviour tests: ask the real Slurm (not the adapter) what it holds, clean up after.
+
+Slurm is asked with its own tools (squeue, sacct, scontrol, sacctmgr) run directly, so a test that counts
+Slurm's jobs does not trust the code it checks.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import TypeVar
+
+from django.conf import settings
+from django.utils import timezone
+
+from jobs.models import Job
+from portal.celery import app
+
+T = TypeVar("T")
+SLURM_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+CS102_USERS = ["student1", "student2", "student3", "student4"]
+
+
+def slurm(*argv: str, check: bool = True) -> str:
+    """Run a Slurm tool as root and return its stdout."""
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=SLURM_ENV, cwd="/tmp")
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
+    return done.stdout
+
+
+def slurm_job_ids(name: str) -> set[str]:
+    """Every Slurm job with this name that slurmctld (squeue) or slurmdbd (sacct) knows."""
+    live = slurm("squeue", "-h", "-a", "-t", "all", "-n", name, "-o", "%i").split()
+    recorded = slurm("sacct", "-X", "-n", "-P", "-a", "--name", name, "-S", "2000-01-01", "-o", "JobID").split()
+    return set(live) | set(recorded)
+
+
+def squeue_field(job_id: str, field: str) -> str:
+    """One squeue format field (%T state, %v reservation, %r reason, %p priority) of a live job."""
+    return slurm("squeue", "-h", "-j", job_id, "-o", field).strip()
+
+
+def sacct_state(job_id: str) -> str:
+    return slurm("sacct", "-X", "-n", "-P", "-j", job_id, "-S", "2000-01-01", "-o", "State").strip()
+
+
+def reservation_text(name: str) -> str:
+    """`scontrol -o show reservation NAME`, or "" when Slurm has no such reservation."""
+    return slurm("scontrol", "-o", "show", "reservation", name, check=False).strip() if name else ""
+
+
+def assoc_fields(account: str, user: str, fields: str) -> str:
+    """One association's fields, read back with sacctmgr (user "" is the account's own association)."""
+    rows = slurm(
+        "sacctmgr", "-n", "-P", "show", "assoc", "where", f"account={account}", "cluster=lab", f"format=User,{fields}"
+    )
+    for line in rows.splitlines():
+        who, _, values = line.partition("|")
+        if who == user:
+            return values
+    raise AssertionError(f"no association {account}/{user or '(account)'} in Slurm:\n{rows}")
+
+
+def restore_cs102() -> None:
+    """cs102 as scripts/labcluster makes it: student1-4 associated, no limits anywhere."""
+    slurm("sacctmgr", "-i", "add", "user", ",".join(CS102_USERS), "account=cs102", "cluster=lab", check=False)
+    slurm(
+        "sacctmgr", "-i", "modify", "user", "where", f"name={','.join(CS102_USERS)}", "account=cs102", "cluster=lab",
+        "set", "MaxJobs=-1", "MaxSubmitJobs=-1", "MaxTRES=cpu=-1,mem=-1,gres/gpu=-1", "MaxWall=-1",
+        "GrpTRESMins=gres/gpu=-1", check=False,
+    )  # fmt: skip
+    slurm(
+        "sacctmgr", "-i", "modify", "account", "where", "name=cs102", "cluster=lab", "set", "GrpTRES=gres/gpu=-1",
+        check=False,
+    )  # fmt: skip
+
+
+def wait_until(check: Callable[[], T], *, timeout: float = 90, interval: float = 0.5, what: str = "") -> T:
+    """Poll `check` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or check}; last value {value!r}")
+        time.sleep(interval)
+
+
+def make_stale(job: Job) -> None:
+    """Age a job past LABQUEUE_RESUBMIT_AFTER_SECONDS, as if its task had been lost that long ago."""
+    old = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS + 60)
+    Job.objects.filter(pk=job.pk).update(updated_at=old)
+
+
+def unreachable_controller(folder: Path) -> str:
+    """A slurm.conf naming a controller port nobody listens on (as tests/test_transient.py does).
+
+    `folder` must be readable by the students: commands run as them read it too (pytest's tmp_path is
+    not, and a Slurm tool that cannot read its configuration hangs until the runner's timeout).
+    """
+    source = Path("/etc/slurm/slurm.conf").resolve()
+    lines = source.read_text().splitlines()
+    lines = [line for line in lines if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    (folder / "slurm.conf").write_text("\n".join(lines + ["SlurmctldPort=1", "MessageTimeout=2"]) + "\n")
+    (folder / "gres.conf").write_text((source.parent / "gres.conf").read_text())
+    for name in ("slurm.conf", "gres.conf"):
+        (folder / name).chmod(0o644)
+    return str(folder / "slurm.conf")
+
+
+@contextmanager
+def tasks_run_in_process() -> Iterator[None]:
+    """`.delay()` runs the real task at once in this process (Celery's eager mode), so whatever a
+    task enqueues has run when the call returns."""
+    before = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = before
+
+
+def cancel_slurm_jobs(*, names: Sequence[str] = (), ids: Sequence[str] = ()) -> None:
+    """scancel (as root) every job of these portal jobs, by name (duplicates too) and by id."""
+    names = [*names, *(job.slurm_name for job in Job.objects.all())]
+    ids = [*ids, *Job.objects.exclude(slurm_job_id="").values_list("slurm_job_id", flat=True)]
+    for name in dict.fromkeys(names):
+        slurm("scancel", "-n", name, check=False)
+    if ids:
+        slurm("scancel", *dict.fromkeys(ids), check=False)
+
+
+@contextmanager
+def slurm_cleanup(extra_ids: list[str] | None = None) -> Iterator[list[str]]:
+    """Cancel, at the end and even on failure, every Slurm job of the test's portal jobs (and `extra_ids`),
+    and drop any task the test left in the broker."""
+    extra = extra_ids if extra_ids is not None else []
+    try:
+        yield extra
+    finally:
+        cancel_slurm_jobs(ids=extra)
+        app.control.purge()

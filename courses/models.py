@@ -22,7 +22,7 @@ class Course(models.Model):
     max_cpus_per_job = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1)])
     max_mem_mb_per_job = models.PositiveIntegerField(default=16000, validators=[MinValueValidator(100)])
     max_minutes_per_job = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
-    # The course policy (empty = no limit). Written into Slurm too by `sync_slurm` (jobs/policy_sync.py).
+    # The course policy (empty = no limit). Written into Slurm too by `reconcile_associations` (clusterpolicy/).
     max_running_jobs_per_student = models.PositiveSmallIntegerField(
         null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Jobs one student may have running at once; more wait in the queue (Slurm MaxJobs).",

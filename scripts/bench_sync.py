@@ -27,10 +27,10 @@ import django  # noqa: E402
 django.setup()
 
 from courses.models import Assignment, Course  # noqa: E402
-from jobs import services  # noqa: E402
+from jobs import dispatch  # noqa: E402
 from jobs.models import Job, Status  # noqa: E402
-from jobs.slurm import runner  # noqa: E402
 from portal.models import User  # noqa: E402
+from slurm import runner  # noqa: E402
 
 SIZES = (1, 50, 200)
 
@@ -67,7 +67,7 @@ def main() -> None:
             before = rpc_counts()
             with runner.command_log() as commands:
                 started = time.perf_counter()
-                services.jobs_sync()
+                dispatch.jobs_sync()
                 seconds = time.perf_counter() - started
             rpcs = rpc_counts() - before
             rpcs["REQUEST_STATS_INFO"] -= 1  # sdiag's own call

@@ -14,10 +14,13 @@ demo: prereqs venv cluster services
 test: prereqs venv cluster services
 	DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/15 LABQUEUE_SECRET_KEY=test-only-secret $(VENV)/bin/pytest $(PYTEST_ARGS)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff format --check .
 
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 prereqs:
 	scripts/prereqs

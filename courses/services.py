@@ -135,10 +135,13 @@ def lab_session_schedule(
     size = gpus if unit == "GPU" else nodes
     open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
     overlapping = LabSession.objects.filter(state__in=open_states, starts_at__lt=ends_at, ends_at__gt=starts_at)
-    others = [(s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
-              for s in overlapping.select_related("course")]  # fmt: skip
-    problem = lab_overlap_problem(starts_at=starts_at, ends_at=ends_at, size=size, others=others, capacity=capacity,
-                                  unit=unit)  # fmt: skip
+    others = [
+        (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
+        for s in overlapping.select_related("course")
+    ]
+    problem = lab_overlap_problem(
+        starts_at=starts_at, ends_at=ends_at, size=size, others=others, capacity=capacity, unit=unit
+    )
     if problem:
         raise ValidationError(problem)
     session = LabSession(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus, created_by=actor)

@@ -70,13 +70,21 @@ class Job(models.Model):
 
     attempt = models.PositiveSmallIntegerField(default=1)
     retry_of = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="retried_by",
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="retried_by",
         help_text="The attempt this one retries; each attempt is retried at most once.",
-    )  # fmt: skip
+    )
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text="Who pressed submit or retry, when not the student (e.g. a TA).",
-    )  # fmt: skip
+    )
     reviewed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

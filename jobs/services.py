@@ -142,9 +142,14 @@ def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
     try:
         with transaction.atomic():
             return job_submit(
-                user=job.user, assignment=job.assignment, values=job.parameters, dataset=job.dataset,
-                resources=resources or Resources(**job.resources), retry_of=job, actor=actor,
-            )  # fmt: skip
+                user=job.user,
+                assignment=job.assignment,
+                values=job.parameters,
+                dataset=job.dataset,
+                resources=resources or Resources(**job.resources),
+                retry_of=job,
+                actor=actor,
+            )
     except IntegrityError:
         return Job.objects.get(retry_of=job)
 
@@ -152,8 +157,12 @@ def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
 def retry_suggestion(*, job: Job, suggest: dict[str, int]) -> Resources:
     """Resources for a retry: the explanation's suggested factor, kept within the course's limits."""
     course = job.assignment.course
-    caps = {"gpus": course.max_gpus_per_job, "cpus": course.max_cpus_per_job,
-            "mem_mb": course.max_mem_mb_per_job, "minutes": course.max_minutes_per_job}  # fmt: skip
+    caps = {
+        "gpus": course.max_gpus_per_job,
+        "cpus": course.max_cpus_per_job,
+        "mem_mb": course.max_mem_mb_per_job,
+        "minutes": course.max_minutes_per_job,
+    }
     values = dict(job.resources)
     for name, factor in suggest.items():
         values[name] = min(caps[name], values[name] * factor) if factor else min(caps[name], values[name])

@@ -97,16 +97,19 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             identity = _identity(sociallogin)
         except sso.IdentityRefused as refused:
             log.warning("SSO login refused (%s): %s", sociallogin.account.provider, refused.reason)
-            raise ImmediateHttpResponse(
-                render(request, "portal/sso_refused.html", {"reason": refused.reason}, status=403)
-            )
+            raise _refused(request, refused.reason)
         if sociallogin.is_existing and sociallogin.user.netid not in (None, identity.netid):
-            log.error("SSO identity %s maps to %s, but its account has netid %s",
-                      identity.scoped_name, identity.netid, sociallogin.user.netid)  # fmt: skip
-            raise ImmediateHttpResponse(render(request, "portal/sso_refused.html", {
-                "reason": "Your portal account is linked to a different cluster user name than your campus "
-                "identity now gives. Ask the portal staff to check your account.",
-            }, status=403))  # fmt: skip
+            log.error(
+                "SSO identity %s maps to %s, but its account has netid %s",
+                identity.scoped_name,
+                identity.netid,
+                sociallogin.user.netid,
+            )
+            raise _refused(
+                request,
+                "Your portal account is linked to a different cluster user name than your campus identity now "
+                "gives. Ask the portal staff to check your account.",
+            )
         if not sso.account_exists(identity.netid, settings.LABQUEUE_ACCOUNT_CHECK):
             log.info("SSO login of %s: no cluster account %s", identity.scoped_name, identity.netid)
             raise ImmediateHttpResponse(
@@ -135,11 +138,14 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         user = super().save_user(request, sociallogin, form)
         user.refresh_from_db()
         if user.netid != identity.netid:  # never expected: fail closed rather than run jobs as someone else
-            raise ImmediateHttpResponse(render(request, "portal/sso_refused.html", {
-                "reason": "Your account could not be linked to your cluster user name.",
-            }, status=403))  # fmt: skip
+            raise _refused(request, "Your account could not be linked to your cluster user name.")
         _apply_identity(user, identity)
         return user
+
+
+def _refused(request: HttpRequest, reason: str) -> ImmediateHttpResponse:
+    """The "sign-in refused" page (403) with a reason that is safe to show."""
+    return ImmediateHttpResponse(render(request, "portal/sso_refused.html", {"reason": reason}, status=403))
 
 
 def _identity(sociallogin) -> sso.Identity:

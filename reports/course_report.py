@@ -17,7 +17,7 @@ from reports.queries import (
     usage_by_user,
     usage_records_in_range,
     usage_total,
-)  # fmt: skip
+)
 from reports.reconciliation import Reconciliation, reconciliation
 
 

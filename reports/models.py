@@ -15,9 +15,13 @@ class UsageRecord(models.Model):
     slurm_job_id = models.CharField(max_length=32)
     submitted_at = models.DateTimeField()
     job = models.ForeignKey(
-        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="usage_records",
+        Job,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="usage_records",
         help_text="The portal job it belongs to, found by the lq-<uuid> job name; empty for jobs made outside.",
-    )  # fmt: skip
+    )
     job_name = models.CharField(max_length=200, blank=True)
     user = models.CharField(max_length=64, help_text="Cluster username.")
     account = models.CharField(max_length=64)

@@ -138,18 +138,37 @@ class Usage:
     note: str = ""
 
     HEADER = (
-        "Name", "Key", "Jobs", "GPU-hours", "CPU-hours", "Usage units", "Completed", "Failed", "Cancelled",
-        "Running or waiting", "Success rate", "Median queue wait (s)", "Attempts per success",
-    )  # fmt: skip
+        "Name",
+        "Key",
+        "Jobs",
+        "GPU-hours",
+        "CPU-hours",
+        "Usage units",
+        "Completed",
+        "Failed",
+        "Cancelled",
+        "Running or waiting",
+        "Success rate",
+        "Median queue wait (s)",
+        "Attempts per success",
+    )
 
     @classmethod
     def from_row(cls, row: dict, label: str, key: str = "", note: str = "") -> Usage:
         return cls(
-            label=label, key=key, note=note, jobs=row["jobs"], gpu_seconds=int(row["gpu_seconds"] or 0),
-            cpu_seconds=int(row["cpu_seconds"] or 0), billing_seconds=int(row["billing_seconds"] or 0),
-            completed=row["completed"], failed=row["failed"], cancelled=row["cancelled"], live=row["live"],
+            label=label,
+            key=key,
+            note=note,
+            jobs=row["jobs"],
+            gpu_seconds=int(row["gpu_seconds"] or 0),
+            cpu_seconds=int(row["cpu_seconds"] or 0),
+            billing_seconds=int(row["billing_seconds"] or 0),
+            completed=row["completed"],
+            failed=row["failed"],
+            cancelled=row["cancelled"],
+            live=row["live"],
             median_wait=row["median_wait"],
-        )  # fmt: skip
+        )
 
     @property
     def gpu_hours(self) -> float:
@@ -278,8 +297,14 @@ def usage_by_assignment(*, records: QuerySet, window: ReportRange, now: datetime
         if row["job__assignment__slug"] is None:
             rows.append(Usage.from_row(row, "Outside the portal", note="submitted with sbatch, not through LabQueue"))
         elif row["job__assignment__course_id"] != course.pk:
-            rows.append(Usage.from_row(row, row["job__assignment__title"], row["job__assignment__slug"],
-                                       note="an assignment of another course"))  # fmt: skip
+            rows.append(
+                Usage.from_row(
+                    row,
+                    row["job__assignment__title"],
+                    row["job__assignment__slug"],
+                    note="an assignment of another course",
+                )
+            )
         else:
             rows.append(Usage.from_row(row, row["job__assignment__title"], row["job__assignment__slug"]))
     return sorted(rows, key=lambda usage: (-usage.gpu_seconds, usage.label.lower()))

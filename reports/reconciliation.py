@@ -24,7 +24,7 @@ from reports.queries import (
     expected_outcome,
     seconds_in,
     usage_records_in_range,
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,12 @@ def _disagreements(*, course: Course, window: ReportRange) -> list[Difference | 
         .select_related("job")
         .order_by("submitted_at", "slurm_job_id")
     )
-    return _shown(records, lambda record: Difference(
-        "disagrees", record.slurm_job_id, record.user, _disagreement(record), record.job.uuid
-    ))  # fmt: skip
+    return _shown(
+        records,
+        lambda record: Difference(
+            "disagrees", record.slurm_job_id, record.user, _disagreement(record), record.job.uuid
+        ),
+    )
 
 
 def _disagreement(record: UsageRecord) -> str:

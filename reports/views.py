@@ -23,9 +23,17 @@ def course_report_view(request: HttpRequest, slug: str) -> HttpResponse:
     course, role = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
     window, form = range_from_request(request.GET, default_first=course_default_first(course))
     report = course_report(course=course, window=window)
-    context = {"course": course, "role": role, "report": report, "form": form, "header": Usage.HEADER,
-               "chart": gpu_hours_chart(report.days), "query": request.GET.urlencode(),
-               "time_zone": settings.TIME_ZONE, "shown": DIFFERENCES_SHOWN}  # fmt: skip
+    context = {
+        "course": course,
+        "role": role,
+        "report": report,
+        "form": form,
+        "header": Usage.HEADER,
+        "chart": gpu_hours_chart(report.days),
+        "query": request.GET.urlencode(),
+        "time_zone": settings.TIME_ZONE,
+        "shown": DIFFERENCES_SHOWN,
+    }
     return render(request, "reports/course_report.html", context)
 
 
@@ -74,9 +82,16 @@ def my_usage_view(request: HttpRequest, slug: str) -> HttpResponse:
     course, role = course_get_for_user(user=request.user, slug=slug)
     window, form = range_from_request(request.GET, default_first=course_default_first(course))
     usage = my_usage(course=course, netid=request.user.netid or "", window=window)
-    context = {"course": course, "role": role, "usage": usage, "form": form, "header": Usage.HEADER,
-               "chart": gpu_hours_chart(usage.days, title="Your GPU-hours per day"), "window": window,
-               "is_course_staff": role in STAFF_ROLES}  # fmt: skip
+    context = {
+        "course": course,
+        "role": role,
+        "usage": usage,
+        "form": form,
+        "header": Usage.HEADER,
+        "chart": gpu_hours_chart(usage.days, title="Your GPU-hours per day"),
+        "window": window,
+        "is_course_staff": role in STAFF_ROLES,
+    }
     return render(request, "reports/my_usage.html", context)
 
 

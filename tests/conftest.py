@@ -68,9 +68,17 @@ def make_user(username: str, netid: str | None = None, **extra):
 @pytest.fixture
 def course(db) -> Course:
     return Course.objects.create(
-        slug="cs101", code="CS101", title="GPU Computing", term="Fall", slurm_account="cs101",
-        partition="gpu", max_gpus_per_job=2, max_cpus_per_job=4, max_mem_mb_per_job=4000, max_minutes_per_job=30,
-    )  # fmt: skip
+        slug="cs101",
+        code="CS101",
+        title="GPU Computing",
+        term="Fall",
+        slurm_account="cs101",
+        partition="gpu",
+        max_gpus_per_job=2,
+        max_cpus_per_job=4,
+        max_mem_mb_per_job=4000,
+        max_minutes_per_job=30,
+    )
 
 
 @pytest.fixture
@@ -124,16 +132,29 @@ def dataset(course) -> Dataset:
 @pytest.fixture
 def assignment(course) -> Assignment:
     return Assignment.objects.create(
-        course=course, slug="hello", title="Hello GPU", script_template=ECHO_SCRIPT, parameters=PARAMETERS,
-        gpus=1, cpus=1, mem_mb=500, minutes=5,
-    )  # fmt: skip
+        course=course,
+        slug="hello",
+        title="Hello GPU",
+        script_template=ECHO_SCRIPT,
+        parameters=PARAMETERS,
+        gpus=1,
+        cpus=1,
+        mem_mb=500,
+        minutes=5,
+    )
 
 
 def submit_form(**overrides) -> dict:
     data = {
-        "param_EPOCHS": "2", "param_RATE": "0.5", "param_SIZE": "small", "param_NAME": "run",
-        "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5",
-    }  # fmt: skip
+        "param_EPOCHS": "2",
+        "param_RATE": "0.5",
+        "param_SIZE": "small",
+        "param_NAME": "run",
+        "gpus": "1",
+        "cpus": "1",
+        "mem_mb": "500",
+        "minutes": "5",
+    }
     data.update(overrides)
     return data
 

@@ -55,9 +55,17 @@ def edit_url(slug: str = "hello") -> str:
 
 def form_data(**overrides) -> dict:
     data = {
-        "title": "Train a CNN", "slug": "cnn", "description": "Train a small CNN.", "script_template": BODY,
-        "parameters": json.dumps(SCHEMA), "gpus": "1", "cpus": "2", "mem_mb": "2000", "minutes": "20", "save": "1",
-    }  # fmt: skip
+        "title": "Train a CNN",
+        "slug": "cnn",
+        "description": "Train a small CNN.",
+        "script_template": BODY,
+        "parameters": json.dumps(SCHEMA),
+        "gpus": "1",
+        "cpus": "2",
+        "mem_mb": "2000",
+        "minutes": "20",
+        "save": "1",
+    }
     data.update(overrides)
     return data
 

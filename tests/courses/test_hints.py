@@ -56,10 +56,18 @@ def test_a_pattern_that_backtracks_on_a_large_log_is_cut_off_not_hanging_the_pag
     workdir.mkdir()
     (workdir / "job.out").write_text(" ".join(["word"] * 3000) + "!")
     job = Job.objects.create(
-        user=student, assignment=course.assignments.create(slug="s", title="S", script_template="true\n"),
-        run_as="student1", gpus=0, cpus=1, mem_mb=100, minutes=1, account="cs101", script="",
-        workdir=str(workdir), status=Status.FAILED,
-    )  # fmt: skip
+        user=student,
+        assignment=course.assignments.create(slug="s", title="S", script_template="true\n"),
+        run_as="student1",
+        gpus=0,
+        cpus=1,
+        mem_mb=100,
+        minutes=1,
+        account="cs101",
+        script="",
+        workdir=str(workdir),
+        status=Status.FAILED,
+    )
     client.force_login(student)
     page = client.get(reverse("jobs:job-detail", args=[job.uuid]))
     assert page.status_code == 200

@@ -94,9 +94,21 @@ def test_a_name_that_is_not_a_shell_variable_name_is_refused(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["PATH", "path", "HOME", "IFS", "BASH_ENV", "DATASET", "SLURM_X", "slurm_job_id", "LD_PRELOAD",
-             "CUDA_VISIBLE_DEVICES", "LABQUEUE_TOKEN"],
-)  # fmt: skip
+    "name",
+    [
+        "PATH",
+        "path",
+        "HOME",
+        "IFS",
+        "BASH_ENV",
+        "DATASET",
+        "SLURM_X",
+        "slurm_job_id",
+        "LD_PRELOAD",
+        "CUDA_VISIBLE_DEVICES",
+        "LABQUEUE_TOKEN",
+    ],
+)
 def test_a_name_reserved_by_the_shell_slurm_or_the_portal_is_refused(name):
     assert schema_error([{**NAME, "name": name}]) == (
         f"Parameter '{name}': this name is reserved by the shell, Slurm or the portal."
@@ -241,20 +253,35 @@ def test_a_string_value_longer_than_200_characters_is_refused():
     assert value_error(SPECS["NAME"], "x" * 201) == "Use at most 200 characters."
 
 
-@pytest.mark.parametrize("raw", ["3\nid", "3; id", "$(id)", "3$(id)", "`id`", "3`id`", "#SBATCH --gres=gpu:8",
-                                 "3\n#SBATCH --gres=gpu:8"])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw", ["3\nid", "3; id", "$(id)", "3$(id)", "`id`", "3`id`", "#SBATCH --gres=gpu:8", "3\n#SBATCH --gres=gpu:8"]
+)
 def test_an_int_parameter_refuses_shell_and_slurm_tricks(raw):
     assert value_error(SPECS["EPOCHS"], raw) == "Enter a whole number."
 
 
-@pytest.mark.parametrize("raw", ["0.5\nid", "0.5; id", "$(id)", "0.5$(id)", "`id`", "0.5`id`",
-                                 "#SBATCH --gres=gpu:8", "0.5\n#SBATCH --gres=gpu:8"])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw",
+    ["0.5\nid", "0.5; id", "$(id)", "0.5$(id)", "`id`", "0.5`id`", "#SBATCH --gres=gpu:8", "0.5\n#SBATCH --gres=gpu:8"],
+)
 def test_a_float_parameter_refuses_shell_and_slurm_tricks(raw):
     assert value_error(SPECS["RATE"], raw) == "Enter a number."
 
 
-@pytest.mark.parametrize("raw", ["small\n", "small\nid", "small; id", "$(id)", "small$(id)", "`id`", "small`id`",
-                                 "#SBATCH --gres=gpu:8", "small\n#SBATCH --gres=gpu:8"])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "small\n",
+        "small\nid",
+        "small; id",
+        "$(id)",
+        "small$(id)",
+        "`id`",
+        "small`id`",
+        "#SBATCH --gres=gpu:8",
+        "small\n#SBATCH --gres=gpu:8",
+    ],
+)
 def test_a_choice_parameter_refuses_shell_and_slurm_tricks(raw):
     assert value_error(SPECS["SIZE"], raw) == "Choose one of: small, large."
 

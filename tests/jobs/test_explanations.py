@@ -17,17 +17,25 @@ FAILURES = [
     ("python3 -c 'def f(:'\n", "syntax-error", "syntax error", "Fix the line"),
     ("python3 -c 'raise ValueError(\"bad value\")'\n", "python-exception", "raised an error", "fix the code"),
     ("python3 -c 'raise KeyboardInterrupt'\n", "keyboard-interrupt", "was interrupted", "retry"),
-    ("echo 'RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2\nexit 1\n",
-     "cuda-out-of-memory", "GPU ran out of memory", "smaller batch size"),
-    ("echo 'RuntimeError: CUDA error: device-side assert triggered' >&2\nexit 1\n",
-     "cuda-error", "GPU (CUDA) error", "asks for at least one GPU"),
+    (
+        "echo 'RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB' >&2\nexit 1\n",
+        "cuda-out-of-memory",
+        "GPU ran out of memory",
+        "smaller batch size",
+    ),
+    (
+        "echo 'RuntimeError: CUDA error: device-side assert triggered' >&2\nexit 1\n",
+        "cuda-error",
+        "GPU (CUDA) error",
+        "asks for at least one GPU",
+    ),
     ("nosuchcommand_lq --train\n", "command-not-found", "does not exist", "spelling"),
     ("touch /etc/labqueue-not-allowed\n", "permission-denied", "Permission denied", "own directory"),
     ("echo 'write error: Disk quota exceeded' >&2\nexit 1\n", "disk-quota", "quota is full", "Delete old outputs"),
     ("echo 'epoch 3 loss nan'\nexit 1\n", "nan-loss", "loss became NaN", "Lower the learning rate"),
     ("sleep 60 &\nkill -9 $!\nwait $!\n", "killed", "was killed", "more memory"),
     ("kill -9 $$\n", "killed", "was killed", "more memory"),
-]  # fmt: skip
+]
 
 
 def run_script(client, student, course, script: str, **form) -> Job:

@@ -18,9 +18,19 @@ def held_job(student, assignment) -> Job:
     argv = ["sbatch", "--parsable", "--hold", "--export=NONE", "--account=cs101", f"--job-name={name}"]
     slurm_id = runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
     return Job.objects.create(
-        user=student, assignment=assignment, run_as="student1", gpus=0, cpus=1, mem_mb=100, minutes=1,
-        account="cs101", script="", workdir="/nonexistent", status=Status.PENDING, slurm_job_id=slurm_id,
-    )  # fmt: skip
+        user=student,
+        assignment=assignment,
+        run_as="student1",
+        gpus=0,
+        cpus=1,
+        mem_mb=100,
+        minutes=1,
+        account="cs101",
+        script="",
+        workdir="/nonexistent",
+        status=Status.PENDING,
+        slurm_job_id=slurm_id,
+    )
 
 
 def sync_commands() -> Counter:

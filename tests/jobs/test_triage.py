@@ -31,12 +31,21 @@ def failures(client, student, classmate, assignment, course):
                 workdir="/nonexistent",
                 status=Status.FAILED,
                 explanation_key=key,
-            )  # fmt: skip
+            )
         )
     Job.objects.create(
-        user=student, assignment=assignment, run_as="student1", gpus=0, cpus=1, mem_mb=100, minutes=1,
-        account="cs101", script="", workdir="/nonexistent", status=Status.COMPLETED,
-    )  # fmt: skip
+        user=student,
+        assignment=assignment,
+        run_as="student1",
+        gpus=0,
+        cpus=1,
+        mem_mb=100,
+        minutes=1,
+        account="cs101",
+        script="",
+        workdir="/nonexistent",
+        status=Status.COMPLETED,
+    )
     return jobs
 
 

@@ -14,10 +14,20 @@ RANGE = "?first=2026-09-01&last=2026-09-30"
 
 def record(user: str, account: str = "cs101", job_id: str = "1", gpus: int = 1, hours: int = 2) -> UsageRecord:
     return UsageRecord.objects.create(
-        cluster="lab", slurm_job_id=job_id, submitted_at=START, user=user, account=account, state="COMPLETED",
-        started_at=START, ended_at=START + timedelta(hours=hours), elapsed_seconds=hours * 3600, gpus=gpus,
-        cpus=1, billing=3, ingested_at=START,
-    )  # fmt: skip
+        cluster="lab",
+        slurm_job_id=job_id,
+        submitted_at=START,
+        user=user,
+        account=account,
+        state="COMPLETED",
+        started_at=START,
+        ended_at=START + timedelta(hours=hours),
+        elapsed_seconds=hours * 3600,
+        gpus=gpus,
+        cpus=1,
+        billing=3,
+        ingested_at=START,
+    )
 
 
 def report_url(name: str = "reports:course-report", slug: str = "cs101") -> str:

@@ -16,8 +16,19 @@ pytestmark = pytest.mark.slurm
 
 
 def outside_job() -> str:
-    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs102", "--partition=gpu", "--gres=gpu:1",
-            "--job-name=by-hand", "--no-requeue", "--output=/dev/null", "--time=1", "--wrap=sleep 1"]  # fmt: skip
+    argv = [
+        "sbatch",
+        "--parsable",
+        "--export=NONE",
+        "--account=cs102",
+        "--partition=gpu",
+        "--gres=gpu:1",
+        "--job-name=by-hand",
+        "--no-requeue",
+        "--output=/dev/null",
+        "--time=1",
+        "--wrap=sleep 1",
+    ]
     return runner.run(argv, run_as="student3").strip()
 
 

@@ -41,15 +41,24 @@ PARAMETERS = [
 @pytest.fixture
 def lab_course(db) -> Course:
     return Course.objects.create(
-        slug="gpu-lab", code="GPU200", title="GPU Lab", term="Fall", slurm_account="cs103", partition="gpu",
-        max_gpus_per_job=2, max_cpus_per_job=2, max_mem_mb_per_job=1000, max_minutes_per_job=5,
-    )  # fmt: skip
+        slug="gpu-lab",
+        code="GPU200",
+        title="GPU Lab",
+        term="Fall",
+        slurm_account="cs103",
+        partition="gpu",
+        max_gpus_per_job=2,
+        max_cpus_per_job=2,
+        max_mem_mb_per_job=1000,
+        max_minutes_per_job=5,
+    )
 
 
 @pytest.fixture
 def train(lab_course) -> Assignment:
-    return Assignment.objects.create(course=lab_course, slug="train", title="Train", script_template=SCRIPT,
-                                     parameters=PARAMETERS)  # fmt: skip
+    return Assignment.objects.create(
+        course=lab_course, slug="train", title="Train", script_template=SCRIPT, parameters=PARAMETERS
+    )
 
 
 @pytest.fixture
@@ -63,16 +72,18 @@ def people(lab_course):
 
 def submit(user, assignment, *, gpus: int, sleep: int, code: int = 0):
     job = services.job_submit(
-        user=user, assignment=assignment, values={"SLEEP": sleep, "CODE": code},
+        user=user,
+        assignment=assignment,
+        values={"SLEEP": sleep, "CODE": code},
         resources=Resources(gpus=gpus, cpus=1, mem_mb=200, minutes=2),
-    )  # fmt: skip
+    )
     return dispatch(job)
 
 
 def sacct_gpu_seconds_by_user(start: datetime, end: datetime) -> dict[str, int]:
     """GPU-seconds per user on cs103 in [start, end), from sacct's own output."""
-    argv = ["sacct", "-a", "-X", "-P", "-n", "-A", "cs103", "-o", "User,AllocTRES,Start,End",
-            "-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]  # fmt: skip
+    argv = ["sacct", "-a", "-X", "-P", "-n", "-A", "cs103", "-o", "User,AllocTRES,Start,End"]
+    argv += ["-S", start.strftime("%Y-%m-%dT%H:%M:%S"), "-E", end.strftime("%Y-%m-%dT%H:%M:%S")]
     stdout = runner.run(argv, env_extra={"SLURM_TIME_FORMAT": "%s", "TZ": "UTC"})
     totals: dict[str, int] = defaultdict(int)
     for line in stdout.splitlines():
@@ -159,10 +170,21 @@ def test_a_known_mix_of_jobs_reconciles_with_sacct_and_only_the_outside_job_diff
     failed = submit(student1, train, gpus=1, sleep=1, code=1)
     cancelled = submit(student2, train, gpus=1, sleep=60)
     outside_id = runner.run(
-        ["sbatch", "--parsable", "--export=NONE", "--account=cs103", "--partition=gpu", "--gres=gpu:1",
-         "--job-name=by-hand", "--no-requeue", "--output=/dev/null", "--time=2", "--wrap=sleep 2"],
+        [
+            "sbatch",
+            "--parsable",
+            "--export=NONE",
+            "--account=cs103",
+            "--partition=gpu",
+            "--gres=gpu:1",
+            "--job-name=by-hand",
+            "--no-requeue",
+            "--output=/dev/null",
+            "--time=2",
+            "--wrap=sleep 2",
+        ],
         run_as="student2",
-    ).strip()  # fmt: skip
+    ).strip()
 
     cancelled = wait_for_status(cancelled, Status.RUNNING)
     time.sleep(2)

@@ -69,7 +69,7 @@ def build(*, students: int, records: int, outside: int = 0, seed: int = 5):
                 started_at=start,
                 ended_at=end,
                 elapsed_seconds=int((end - start).total_seconds()),
-            )  # fmt: skip
+            )
             for n, (user, gpus, submit, start, end, state) in enumerate(runs[:records])
         ]
     )
@@ -92,7 +92,7 @@ def build(*, students: int, records: int, outside: int = 0, seed: int = 5):
                 cpus=2,
                 billing=2,
                 ingested_at=now,
-            )  # fmt: skip
+            )
             for n, (user, gpus, submit, start, end, state) in enumerate(runs)
         ],
         batch_size=5000,
@@ -163,10 +163,18 @@ def test_the_chart_splits_a_job_across_the_days_it_ran(db):
     course = Course.objects.create(slug="c", code="C", title="C", term="Fall", slurm_account="acct")
     start = datetime(2026, 9, 1, 20, 0, tzinfo=UTC)
     UsageRecord.objects.create(
-        cluster="lab", slurm_job_id="1", submitted_at=start, user="u", account="acct", state="COMPLETED",
-        started_at=start, ended_at=start + timedelta(hours=30), elapsed_seconds=30 * 3600, gpus=2,
+        cluster="lab",
+        slurm_job_id="1",
+        submitted_at=start,
+        user="u",
+        account="acct",
+        state="COMPLETED",
+        started_at=start,
+        ended_at=start + timedelta(hours=30),
+        elapsed_seconds=30 * 3600,
+        gpus=2,
         ingested_at=start,
-    )  # fmt: skip
+    )
     report = course_report(course=course, window=ReportRange.for_days(date(2026, 9, 1), date(2026, 9, 3)))
     assert report.days == [(date(2026, 9, 1), 8.0), (date(2026, 9, 2), 48.0), (date(2026, 9, 3), 4.0)]
     assert report.total.gpu_seconds == 60 * 3600
@@ -220,7 +228,7 @@ def test_saving_20000_accounting_records_twice_leaves_the_same_rows(db):
             cpus=2,
             mem_mb=1000,
             billing=2,
-        )  # fmt: skip
+        )
         for n in range(20_000)
     ]
     started = time.monotonic()

@@ -40,30 +40,54 @@ OIDC_CLIENT_SECRET = "test-only-oidc-secret"
 #: The IdPs' people. Tests change attributes (not the set of people) with `write_directory`.
 PEOPLE = {
     "student4": {
-        "eppn": "student4@example.edu", "mail": "student4@example.edu", "givenName": "Pat", "sn": "Four",
-        "affiliation": ["student", "member"], "groups": ["urn:example.edu:cs101:students"],
+        "eppn": "student4@example.edu",
+        "mail": "student4@example.edu",
+        "givenName": "Pat",
+        "sn": "Four",
+        "affiliation": ["student", "member"],
+        "groups": ["urn:example.edu:cs101:students"],
     },
     "ta1": {
-        "eppn": "ta1@example.edu", "mail": "ta1@example.edu", "givenName": "Tomas", "sn": "Assistant",
-        "affiliation": ["student", "member"], "groups": ["urn:example.edu:cs101:tas"],
+        "eppn": "ta1@example.edu",
+        "mail": "ta1@example.edu",
+        "givenName": "Tomas",
+        "sn": "Assistant",
+        "affiliation": ["student", "member"],
+        "groups": ["urn:example.edu:cs101:tas"],
     },
     "opsadmin": {
-        "eppn": "instructor1@example.edu", "mail": "ada@example.edu", "givenName": "Ada", "sn": "Ops",
-        "affiliation": ["staff", "member"], "groups": [],
+        "eppn": "instructor1@example.edu",
+        "mail": "ada@example.edu",
+        "givenName": "Ada",
+        "sn": "Ops",
+        "affiliation": ["staff", "member"],
+        "groups": [],
     },
     "visitor": {
-        "eppn": "visitor@elsewhere.org", "mail": "visitor@elsewhere.org", "givenName": "Vic", "sn": "Visitor",
-        "affiliation": ["member"], "groups": ["urn:example.edu:cs101:students"],
+        "eppn": "visitor@elsewhere.org",
+        "mail": "visitor@elsewhere.org",
+        "givenName": "Vic",
+        "sn": "Visitor",
+        "affiliation": ["member"],
+        "groups": ["urn:example.edu:cs101:students"],
     },
     "nocluster": {
-        "eppn": "nocluster@example.edu", "mail": "nocluster@example.edu", "givenName": "Nora", "sn": "Nobody",
-        "affiliation": ["student"], "groups": [],
+        "eppn": "nocluster@example.edu",
+        "mail": "nocluster@example.edu",
+        "givenName": "Nora",
+        "sn": "Nobody",
+        "affiliation": ["student"],
+        "groups": [],
     },
     "badname": {
-        "eppn": "Bad.Name+x@example.edu", "mail": "bad@example.edu", "givenName": "Bad", "sn": "Name",
-        "affiliation": ["student"], "groups": [],
+        "eppn": "Bad.Name+x@example.edu",
+        "mail": "bad@example.edu",
+        "givenName": "Bad",
+        "sn": "Name",
+        "affiliation": ["student"],
+        "groups": [],
     },
-}  # fmt: skip
+}
 for _username, _person in PEOPLE.items():
     _person["password"] = f"pw-{_username}"
 
@@ -118,8 +142,10 @@ def _start(kind: str, port: int, env: dict[str, str], log: Path) -> subprocess.P
     handle = log.open("wb")
     process = subprocess.Popen(
         [sys.executable, str(IDP_DIR / "run.py"), kind, str(port)],
-        env={**os.environ, **env}, stdout=handle, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        env={**os.environ, **env},
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     probe = "/.well-known/openid-configuration" if kind == "oidc" else "/idp/metadata/"
     deadline = time.monotonic() + 60
@@ -157,17 +183,28 @@ class IdPs:
 
 def portal_providers(oidc_url: str, saml_url: str, saml_cert: str) -> dict:
     return socialaccount_providers(
-        saml=[{
-            "id": SAML_ID, "name": "Example University (SAML)", "entity_id": f"{saml_url}/idp/metadata/",
-            "sso_url": f"{saml_url}/idp/sso/redirect/", "slo_url": f"{saml_url}/idp/slo/redirect/",
-            "x509cert": saml_cert,
-        }],
-        oidc=[{
-            "id": OIDC_ID, "name": "Example University (OIDC)", "server_url": oidc_url,
-            "client_id": OIDC_CLIENT_ID, "secret": OIDC_CLIENT_SECRET, "uid_field": "sub",
-        }],
+        saml=[
+            {
+                "id": SAML_ID,
+                "name": "Example University (SAML)",
+                "entity_id": f"{saml_url}/idp/metadata/",
+                "sso_url": f"{saml_url}/idp/sso/redirect/",
+                "slo_url": f"{saml_url}/idp/slo/redirect/",
+                "x509cert": saml_cert,
+            }
+        ],
+        oidc=[
+            {
+                "id": OIDC_ID,
+                "name": "Example University (OIDC)",
+                "server_url": oidc_url,
+                "client_id": OIDC_CLIENT_ID,
+                "secret": OIDC_CLIENT_SECRET,
+                "uid_field": "sub",
+            }
+        ],
         netid_claim="eppn",
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture(scope="session")
@@ -190,17 +227,33 @@ def idps(django_db_setup, live_server, tmp_path_factory, django_db_blocker) -> I
     (folder / "sp.xml").write_bytes(response.content)
 
     common = {"IDP_DIRECTORY": str(directory), "PYTHONDONTWRITEBYTECODE": "1"}
-    oidc = _start("oidc", oidc_port, {
-        **common, "IDP_DATABASE": str(folder / "oidc.sqlite3"), "IDP_OIDC_PRIVATE_KEY_FILE": str(oidc_key),
-        "IDP_OIDC_CLIENT_ID": OIDC_CLIENT_ID, "IDP_OIDC_CLIENT_SECRET": OIDC_CLIENT_SECRET,
-        "IDP_OIDC_REDIRECT_URIS": f"{live_server.url}/accounts/oidc/{OIDC_ID}/login/callback/",
-    }, folder / "oidc.log")  # fmt: skip
+    oidc = _start(
+        "oidc",
+        oidc_port,
+        {
+            **common,
+            "IDP_DATABASE": str(folder / "oidc.sqlite3"),
+            "IDP_OIDC_PRIVATE_KEY_FILE": str(oidc_key),
+            "IDP_OIDC_CLIENT_ID": OIDC_CLIENT_ID,
+            "IDP_OIDC_CLIENT_SECRET": OIDC_CLIENT_SECRET,
+            "IDP_OIDC_REDIRECT_URIS": f"{live_server.url}/accounts/oidc/{OIDC_ID}/login/callback/",
+        },
+        folder / "oidc.log",
+    )
     try:
-        saml = _start("saml", saml_port, {
-            **common, "IDP_DATABASE": str(folder / "saml.sqlite3"), "IDP_SAML_KEY_FILE": str(saml_key),
-            "IDP_SAML_CERT_FILE": str(saml_cert_file), "IDP_SAML_SP_METADATA_FILE": str(folder / "sp.xml"),
-            "IDP_SAML_SP_ENTITY_ID": sp_metadata,
-        }, folder / "saml.log")  # fmt: skip
+        saml = _start(
+            "saml",
+            saml_port,
+            {
+                **common,
+                "IDP_DATABASE": str(folder / "saml.sqlite3"),
+                "IDP_SAML_KEY_FILE": str(saml_key),
+                "IDP_SAML_CERT_FILE": str(saml_cert_file),
+                "IDP_SAML_SP_METADATA_FILE": str(folder / "sp.xml"),
+                "IDP_SAML_SP_ENTITY_ID": sp_metadata,
+            },
+            folder / "saml.log",
+        )
     except Exception:
         _stop(oidc)
         raise

@@ -9,7 +9,7 @@ TEST_DATABASE_URL ?= postgresql://labqueue:labqueue@127.0.0.1:5432/labqueue
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/15 LABQUEUE_SECRET_KEY=test-only-secret
 # Coverage floors (branch coverage), enforced when the whole suite runs: 90% on the app,
 # 95% on the critical paths below.
-CRITICAL := jobs/services.py,jobs/models.py,jobs/workdir.py,jobs/files.py,jobs/uploads.py,jobs/slurm/*,courses/scripting.py,courses/policy.py,jobs/policy_sync.py,jobs/labs.py,portal/auth.py,portal/sso.py,courses/roster.py,jobs/reports/queries.py,jobs/reports/reconciliation.py
+CRITICAL := jobs/services.py,jobs/dispatch.py,jobs/models.py,jobs/workdir.py,jobs/files.py,jobs/uploads.py,slurm/*,courses/scripting.py,courses/policy.py,courses/roster.py,clusterpolicy/associations.py,clusterpolicy/plan.py,clusterpolicy/labs.py,portal/auth.py,portal/sso.py,reports/queries.py,reports/reconciliation.py
 ifeq ($(strip $(PYTEST_ARGS)),)
 COVERAGE := --cov --cov-report=term --cov-fail-under=90
 COVERAGE_CRITICAL := $(VENV)/bin/coverage report --include='$(CRITICAL)' --fail-under=95
@@ -23,10 +23,9 @@ endif
 demo: prereqs venv cluster services
 	scripts/demo
 
-test: prereqs venv cluster services
+test: prereqs venv cluster services lint
 	$(TEST_ENV) $(VENV)/bin/pytest $(COVERAGE) $(PYTEST_ARGS)
 	$(COVERAGE_CRITICAL)
-	$(VENV)/bin/ruff check .
 
 # Mutation testing of the critical paths (slow: see README); MUTANTS='jobs.workdir*' narrows it.
 mutate: prereqs venv cluster services
@@ -35,6 +34,7 @@ mutate: prereqs venv cluster services
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 prereqs:
 	scripts/prereqs

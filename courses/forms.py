@@ -31,9 +31,18 @@ class AssignmentForm(forms.ModelForm):
     class Meta:
         model = Assignment
         fields = [
-            "title", "slug", "description", "script_template", "parameters", "datasets",
-            "gpus", "cpus", "mem_mb", "minutes", "max_attempts",
-        ]  # fmt: skip
+            "title",
+            "slug",
+            "description",
+            "script_template",
+            "parameters",
+            "datasets",
+            "gpus",
+            "cpus",
+            "mem_mb",
+            "minutes",
+            "max_attempts",
+        ]
         labels = {"gpus": "GPUs", "cpus": "CPUs", "mem_mb": "Memory (MB)", "minutes": "Wall time (minutes)"}
         widgets = {"script_template": forms.Textarea(attrs={"rows": 14, "class": "mono"})}
 
@@ -258,8 +267,12 @@ class RosterConfirmForm(forms.Form):
     digest = forms.CharField(widget=forms.HiddenInput, max_length=64)
 
 
-CAP_FIELDS = {"gpus": "max_gpus_per_job", "cpus": "max_cpus_per_job", "mem_mb": "max_mem_mb_per_job",
-              "minutes": "max_minutes_per_job"}  # fmt: skip
+CAP_FIELDS = {
+    "gpus": "max_gpus_per_job",
+    "cpus": "max_cpus_per_job",
+    "mem_mb": "max_mem_mb_per_job",
+    "minutes": "max_minutes_per_job",
+}
 
 
 class CoursePolicyForm(forms.ModelForm):
@@ -268,17 +281,29 @@ class CoursePolicyForm(forms.ModelForm):
     class Meta:
         model = Course
         fields = [
-            "max_gpus_per_job", "max_cpus_per_job", "max_mem_mb_per_job", "max_minutes_per_job",
-            "max_running_jobs_per_student", "max_queued_jobs_per_student", "gpu_hours_per_student",
-            "max_gpus_course", "partition", "qos",
-        ]  # fmt: skip
+            "max_gpus_per_job",
+            "max_cpus_per_job",
+            "max_mem_mb_per_job",
+            "max_minutes_per_job",
+            "max_running_jobs_per_student",
+            "max_queued_jobs_per_student",
+            "gpu_hours_per_student",
+            "max_gpus_course",
+            "partition",
+            "qos",
+        ]
         labels = {
-            "max_gpus_per_job": "GPUs per job", "max_cpus_per_job": "CPUs per job",
-            "max_mem_mb_per_job": "Memory per job (MB)", "max_minutes_per_job": "Wall time per job (minutes)",
-            "max_running_jobs_per_student": "Running jobs per student", "max_queued_jobs_per_student":
-            "Waiting or running jobs per student", "gpu_hours_per_student": "GPU-hour budget per student (term)",
-            "max_gpus_course": "GPUs for the whole course at once", "partition": "Partition", "qos": "QOS",
-        }  # fmt: skip
+            "max_gpus_per_job": "GPUs per job",
+            "max_cpus_per_job": "CPUs per job",
+            "max_mem_mb_per_job": "Memory per job (MB)",
+            "max_minutes_per_job": "Wall time per job (minutes)",
+            "max_running_jobs_per_student": "Running jobs per student",
+            "max_queued_jobs_per_student": "Waiting or running jobs per student",
+            "gpu_hours_per_student": "GPU-hour budget per student (term)",
+            "max_gpus_course": "GPUs for the whole course at once",
+            "partition": "Partition",
+            "qos": "QOS",
+        }
 
     def clean(self) -> dict:
         data = super().clean()
@@ -300,9 +325,11 @@ class LabSessionForm(forms.Form):
     ends_at = forms.DateTimeField(label="Ends", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
     nodes = forms.IntegerField(label="GPU nodes", min_value=1, initial=1)
     gpus = forms.IntegerField(
-        label="GPUs", min_value=1, required=False,
+        label="GPUs",
+        min_value=1,
+        required=False,
         help_text="Used instead of nodes where Slurm can reserve GPUs by count (23.11+).",
-    )  # fmt: skip
+    )
 
     def clean(self) -> dict:
         data = super().clean()

@@ -22,26 +22,34 @@ class Course(models.Model):
     max_cpus_per_job = models.PositiveSmallIntegerField(default=4, validators=[MinValueValidator(1)])
     max_mem_mb_per_job = models.PositiveIntegerField(default=16000, validators=[MinValueValidator(100)])
     max_minutes_per_job = models.PositiveIntegerField(default=60, validators=[MinValueValidator(1)])
-    # The course policy (empty = no limit). Written into Slurm too by `sync_slurm` (jobs/policy_sync.py).
+    # The course policy (empty = no limit). Written into Slurm too by `reconcile_associations` (clusterpolicy/).
     max_running_jobs_per_student = models.PositiveSmallIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
         help_text="Jobs one student may have running at once; more wait in the queue (Slurm MaxJobs).",
-    )  # fmt: skip
+    )
     max_queued_jobs_per_student = models.PositiveSmallIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
         help_text="Jobs one student may have waiting or running at once; more are refused (Slurm MaxSubmitJobs).",
-    )  # fmt: skip
+    )
     gpu_hours_per_student = models.PositiveIntegerField(
         null=True, blank=True, help_text="GPU-hours each student may use this term (Slurm GrpTRESMins on gres/gpu)."
     )
     max_gpus_course = models.PositiveSmallIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
         help_text="GPUs the whole course may use at once (Slurm GrpTRES on the account).",
-    )  # fmt: skip
+    )
     qos = models.CharField(
-        max_length=64, blank=True, validators=[slurm_name_validator],
+        max_length=64,
+        blank=True,
+        validators=[slurm_name_validator],
         help_text="Slurm QOS for the course's jobs; empty: the portal-wide LABQUEUE_COURSE_QOS, if any.",
-    )  # fmt: skip
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -146,9 +154,13 @@ class Hint(models.Model):
 
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="hints")
     assignment = models.ForeignKey(
-        Assignment, null=True, blank=True, on_delete=models.CASCADE, related_name="hints",
+        Assignment,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="hints",
         help_text="Empty: applies to every assignment of the course.",
-    )  # fmt: skip
+    )
     pattern = models.CharField(
         max_length=200, blank=True, help_text="A regular expression searched in the end of the job's output."
     )

@@ -26,10 +26,14 @@ from portal.models import POSIX_NAME
 COLUMNS = ("netid", "email", "name", "role")
 MAX_ROWS = 5000
 ROLE_NAMES = {
-    "student": Role.STUDENT, "students": Role.STUDENT,
-    "ta": Role.TA, "teaching assistant": Role.TA, "assistant": Role.TA,
-    "instructor": Role.INSTRUCTOR, "teacher": Role.INSTRUCTOR,
-}  # fmt: skip
+    "student": Role.STUDENT,
+    "students": Role.STUDENT,
+    "ta": Role.TA,
+    "teaching assistant": Role.TA,
+    "assistant": Role.TA,
+    "instructor": Role.INSTRUCTOR,
+    "teacher": Role.INSTRUCTOR,
+}
 _POSIX = re.compile(POSIX_NAME)
 
 

@@ -15,9 +15,22 @@ from django.core.exceptions import ValidationError
 PARAMETER_TYPES = ("int", "float", "choice", "string")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 RESERVED_NAMES = {
-    "BASH_ENV", "CDPATH", "DATASET", "ENV", "HOME", "IFS", "LANG", "LOGNAME", "PATH",
-    "PS4", "PWD", "SHELL", "SHELLOPTS", "TMPDIR", "USER",
-}  # fmt: skip
+    "BASH_ENV",
+    "CDPATH",
+    "DATASET",
+    "ENV",
+    "HOME",
+    "IFS",
+    "LANG",
+    "LOGNAME",
+    "PATH",
+    "PS4",
+    "PWD",
+    "SHELL",
+    "SHELLOPTS",
+    "TMPDIR",
+    "USER",
+}
 RESERVED_PREFIXES = ("SLURM_", "LD_", "BASH_", "CUDA_", "LABQUEUE_")
 SBATCH_LINE_RE = re.compile(r"^\s*#\s*SBATCH", re.IGNORECASE | re.MULTILINE)
 MAX_STRING_LENGTH = 200

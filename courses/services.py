@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from courses.models import Assignment, Course, Dataset, Enrollment, LabSession, StarterFile
 from courses.policy import lab_overlap_problem
 from courses.roster import RosterPlan, RosterRow
+from portal.celery import app
 
 LAB_SCHEDULE_LOCK = 4_202_604  # pg_advisory_xact_lock key for lab scheduling
 
@@ -38,7 +39,7 @@ def assignment_save(
 @transaction.atomic
 def enrollment_set(*, user, course: Course, role: str) -> Enrollment:
     enrollment, _ = Enrollment.objects.update_or_create(user=user, course=course, defaults={"role": role})
-    slurm_sync_on_commit(course=course, trigger="enrollment")
+    associations_reconcile_on_commit(course=course, trigger="enrollment")
     return enrollment
 
 
@@ -69,7 +70,7 @@ def roster_apply(*, course: Course, plan: RosterPlan, actor) -> RosterPlan:
         if deleted != 1:
             raise ValidationError(f"{drop.netid}'s enrollment changed since the preview; nothing was changed.")
     if plan.adds or plan.drops:
-        slurm_sync_on_commit(course=course, trigger="enrollment")
+        associations_reconcile_on_commit(course=course, trigger="enrollment")
     return plan
 
 
@@ -88,20 +89,18 @@ def _roster_user(row: RosterRow):
     return user
 
 
-def slurm_sync_on_commit(*, course: Course, trigger: str) -> None:
+def associations_reconcile_on_commit(*, course: Course, trigger: str) -> None:
     """After the transaction commits, ask the worker to write the course's policy and roster into Slurm.
 
-    The task is named, not imported: courses does not import jobs (jobs.tasks.sync_slurm does the work).
+    The task is named, not imported: courses imports no app above it (clusterpolicy.tasks.associations_reconcile
+    does the work).
     """
-    from portal.celery import app
-
     kwargs = {"course_id": course.pk, "trigger": trigger}
-    transaction.on_commit(lambda: app.send_task("jobs.tasks.sync_slurm", kwargs=kwargs))
+    transaction.on_commit(lambda: app.send_task("clusterpolicy.tasks.associations_reconcile", kwargs=kwargs))
 
 
 def _labs_tick_on_commit() -> None:
-    from portal.celery import app
-
+    """After the transaction commits, ask the worker for a lab tick (jobs.tasks.labs_tick, named, not imported)."""
     transaction.on_commit(lambda: app.send_task("jobs.tasks.labs_tick"))
 
 
@@ -112,7 +111,7 @@ def course_policy_update(*, course: Course, fields: dict, actor) -> Course:
         setattr(course, name, value)
     course.full_clean()
     course.save()
-    slurm_sync_on_commit(course=course, trigger="policy")
+    associations_reconcile_on_commit(course=course, trigger="policy")
     return course
 
 
@@ -136,10 +135,13 @@ def lab_session_schedule(
     size = gpus if unit == "GPU" else nodes
     open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
     overlapping = LabSession.objects.filter(state__in=open_states, starts_at__lt=ends_at, ends_at__gt=starts_at)
-    others = [(s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
-              for s in overlapping.select_related("course")]  # fmt: skip
-    problem = lab_overlap_problem(starts_at=starts_at, ends_at=ends_at, size=size, others=others, capacity=capacity,
-                                  unit=unit)  # fmt: skip
+    others = [
+        (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
+        for s in overlapping.select_related("course")
+    ]
+    problem = lab_overlap_problem(
+        starts_at=starts_at, ends_at=ends_at, size=size, others=others, capacity=capacity, unit=unit
+    )
     if problem:
         raise ValidationError(problem)
     session = LabSession(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus, created_by=actor)

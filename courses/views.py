@@ -130,8 +130,11 @@ def roster_import(request: HttpRequest, slug: str) -> HttpResponse:
             except ValidationError as error:
                 messages.error(request, " ".join(error.messages))
             else:
-                messages.success(request, f"Roster applied: {len(plan.adds)} added, "
-                                 f"{len(plan.role_changes)} role changes, {len(plan.drops)} dropped.")  # fmt: skip
+                messages.success(
+                    request,
+                    f"Roster applied: {len(plan.adds)} added, "
+                    f"{len(plan.role_changes)} role changes, {len(plan.drops)} dropped.",
+                )
                 return redirect("courses:course-detail", slug=course.slug)
         else:
             messages.error(request, "The roster or the course changed since the preview. Check this preview again.")

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from jobs.models import Job, JobEvent, SlurmSyncRun
+from jobs.models import Job, JobEvent
 
 
 class JobEventInline(admin.TabularInline):
@@ -16,9 +16,3 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ("uuid", "slurm_job_id", "user__username", "run_as")
     readonly_fields = [field.name for field in Job._meta.fields]
     inlines = [JobEventInline]
-
-
-@admin.register(SlurmSyncRun)
-class SlurmSyncRunAdmin(admin.ModelAdmin):
-    list_display = ("started_at", "trigger", "dry_run", "finished_at")
-    readonly_fields = [field.name for field in SlurmSyncRun._meta.fields]

@@ -1,13 +1,16 @@
-"""Celery tasks: thin wrappers that take ids. All Slurm work happens here, never in a view."""
+"""Celery tasks: thin wrappers that take ids, each named after the service it calls.
+
+All Slurm work happens here, never in a view. jobs.services and jobs.dispatch send these tasks by
+name (jobs.enqueue) and never import this module; it is the only one that imports jobs.dispatch.
+"""
 
 import logging
 
 from celery import shared_task
 
-from courses.models import Course
-from jobs import labs, services, slurm
-from jobs.policy_sync import slurm_sync
-from jobs.reports.ingest import usage_ingest
+from clusterpolicy import labs
+from jobs import dispatch
+from slurm import SlurmUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -17,53 +20,41 @@ def _backoff(retries: int) -> int:
 
 
 @shared_task(bind=True, max_retries=8)
-def submit_job(self, job_id: int) -> None:
+def job_dispatch(self, job_id: int) -> None:
     try:
-        services.job_dispatch(job_id=job_id)
-    except slurm.SlurmUnavailable as error:
+        dispatch.job_dispatch(job_id=job_id)
+    except SlurmUnavailable as error:
         raise self.retry(exc=error, countdown=_backoff(self.request.retries))
 
 
 @shared_task(bind=True, max_retries=8)
-def cancel_job(self, job_id: int) -> None:
+def job_scancel(self, job_id: int) -> None:
     try:
-        services.job_scancel(job_id=job_id)
-    except slurm.SlurmUnavailable as error:
+        dispatch.job_scancel(job_id=job_id)
+    except SlurmUnavailable as error:
         raise self.retry(exc=error, countdown=_backoff(self.request.retries))
 
 
 @shared_task
-def sync_jobs() -> None:
+def jobs_sync() -> None:
+    """The job-status sync (every LABQUEUE_SYNC_SECONDS), then re-send jobs whose submit task was lost."""
     try:
-        services.jobs_sync()
-    except slurm.SlurmUnavailable as error:
+        dispatch.jobs_sync()
+    except SlurmUnavailable as error:
         log.warning("Job sync skipped, Slurm did not answer: %s", error)
-    services.jobs_requeue_stale()
-
-
-@shared_task
-def ingest_usage() -> None:
-    """Copy new Slurm accounting into UsageRecord. When slurmdbd is down the mark stays; the next run catches up."""
-    try:
-        usage_ingest()
-    except slurm.SlurmUnavailable as error:
-        log.warning("Usage ingest skipped, slurmdbd did not answer: %s", error)
-
-
-@shared_task
-def sync_slurm(course_id: int | None = None, trigger: str = "periodic") -> None:
-    """Write course policies and rosters into Slurm (one course after a change, all of them periodically)."""
-    slugs = list(Course.objects.filter(pk=course_id).values_list("slug", flat=True)) if course_id else None
-    try:
-        slurm_sync(course_slugs=slugs, trigger=trigger)
-    except slurm.SlurmUnavailable as error:
-        log.warning("Slurm policy sync skipped, sacctmgr did not answer: %s", error)
+    dispatch.jobs_requeue_stale()
 
 
 @shared_task
 def labs_tick() -> None:
-    """Create the reservations of labs about to start; remove those of labs that ended or were cancelled."""
+    """Create the reservations of labs about to start; remove those of labs that ended or were cancelled;
+    then move portal jobs still waiting for a removed reservation to the normal queue.
+
+    In jobs rather than clusterpolicy because it updates Job rows (clusterpolicy does not import jobs).
+    """
     try:
         labs.labs_tick()
-    except slurm.SlurmUnavailable as error:
+        if dispatch.jobs_leave_ended_labs():
+            labs.labs_release_ended()  # the reservations those jobs were waiting for
+    except SlurmUnavailable as error:
         log.warning("Lab reservations not updated, Slurm did not answer: %s", error)

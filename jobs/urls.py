@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import sync_views, views
+from jobs import views
 
 app_name = "jobs"
 
@@ -10,7 +10,6 @@ urlpatterns = [
     path("course/<slug:slug>/", views.course_jobs, name="course-jobs"),
     path("course/<slug:slug>/failed/", views.course_failures, name="course-failures"),
     path("help/retries/", views.retry_help, name="retry-help"),
-    path("slurm-sync/", sync_views.slurm_sync_status, name="slurm-sync"),
     path("<uuid:job_uuid>/", views.job_detail, name="job-detail"),
     path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),
     path("<uuid:job_uuid>/cancel/", views.job_cancel_view, name="job-cancel"),

@@ -47,9 +47,13 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
             data = form.cleaned_data
             try:
                 job = job_submit(
-                    user=request.user, assignment=assignment, values=data["values"], resources=data["resources"],
-                    dataset=data["dataset"], uploads=uploads,
-                )  # fmt: skip
+                    user=request.user,
+                    assignment=assignment,
+                    values=data["values"],
+                    resources=data["resources"],
+                    dataset=data["dataset"],
+                    uploads=uploads,
+                )
             except ValidationError as error:
                 form.add_error(None, error)
             else:

@@ -4,7 +4,7 @@ Campus SSO (SAML or OIDC) goes through `SocialAccountAdapter`:
 
 1. `pre_social_login` reads the identity (portal.sso), refuses people from outside the campus scope
    and people without a cluster account (each with its own page), links a first login to the person
-   a roster or an admin already created with that netid, and re-syncs the staff flag and IdP-group
+   a roster or an admin already created with that netid, and re-applies the staff flag and IdP-group
    course roles on every login.
 2. For someone new, allauth signs them up: `populate_user` proposes username = netid and `save_user`
    sets the netid in its own field. allauth may rename the username when it is taken (``jdoe1``);
@@ -24,6 +24,7 @@ from django.http import HttpRequest
 from django.shortcuts import render, resolve_url
 
 from portal import sso
+from portal.signals import sso_course_roles
 
 log = logging.getLogger(__name__)
 
@@ -96,16 +97,19 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             identity = _identity(sociallogin)
         except sso.IdentityRefused as refused:
             log.warning("SSO login refused (%s): %s", sociallogin.account.provider, refused.reason)
-            raise ImmediateHttpResponse(
-                render(request, "portal/sso_refused.html", {"reason": refused.reason}, status=403)
-            )
+            raise _refused(request, refused.reason)
         if sociallogin.is_existing and sociallogin.user.netid not in (None, identity.netid):
-            log.error("SSO identity %s maps to %s, but its account has netid %s",
-                      identity.scoped_name, identity.netid, sociallogin.user.netid)  # fmt: skip
-            raise ImmediateHttpResponse(render(request, "portal/sso_refused.html", {
-                "reason": "Your portal account is linked to a different cluster user name than your campus "
-                "identity now gives. Ask the portal staff to check your account.",
-            }, status=403))  # fmt: skip
+            log.error(
+                "SSO identity %s maps to %s, but its account has netid %s",
+                identity.scoped_name,
+                identity.netid,
+                sociallogin.user.netid,
+            )
+            raise _refused(
+                request,
+                "Your portal account is linked to a different cluster user name than your campus identity now "
+                "gives. Ask the portal staff to check your account.",
+            )
         if not sso.account_exists(identity.netid, settings.LABQUEUE_ACCOUNT_CHECK):
             log.info("SSO login of %s: no cluster account %s", identity.scoped_name, identity.netid)
             raise ImmediateHttpResponse(
@@ -125,7 +129,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             if user.netid is None:
                 user.netid = identity.netid
                 user.save(update_fields=["netid"])
-            _sync(user, identity)
+            _apply_identity(user, identity)
         _remember_saml_login(request, sociallogin)
 
     def save_user(self, request, sociallogin, form=None):
@@ -134,11 +138,14 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         user = super().save_user(request, sociallogin, form)
         user.refresh_from_db()
         if user.netid != identity.netid:  # never expected: fail closed rather than run jobs as someone else
-            raise ImmediateHttpResponse(render(request, "portal/sso_refused.html", {
-                "reason": "Your account could not be linked to your cluster user name.",
-            }, status=403))  # fmt: skip
-        _sync(user, identity)
+            raise _refused(request, "Your account could not be linked to your cluster user name.")
+        _apply_identity(user, identity)
         return user
+
+
+def _refused(request: HttpRequest, reason: str) -> ImmediateHttpResponse:
+    """The "sign-in refused" page (403) with a reason that is safe to show."""
+    return ImmediateHttpResponse(render(request, "portal/sso_refused.html", {"reason": reason}, status=403))
 
 
 def _identity(sociallogin) -> sso.Identity:
@@ -147,7 +154,7 @@ def _identity(sociallogin) -> sso.Identity:
     return sso.identity_from_claims(claims, sso.rules_from_settings(settings))
 
 
-def _sync(user, identity: sso.Identity) -> None:
+def _apply_identity(user, identity: sso.Identity) -> None:
     """Staff flag and IdP-group course roles, on every SSO login."""
     rules = sso.rules_from_settings(settings)
     if (rules.staff_affiliations or rules.staff_groups) and not user.is_superuser:
@@ -157,9 +164,7 @@ def _sync(user, identity: sso.Identity) -> None:
             user.save(update_fields=["is_staff"])
     course_roles = sso.course_roles_from_groups(identity, rules)
     if course_roles:
-        from courses.services import enrollments_grant  # lazy: portal does not import courses at load time
-
-        enrollments_grant(user=user, course_roles=course_roles)
+        sso_course_roles.send(sender=SocialAccountAdapter, user=user, course_roles=course_roles)
 
 
 def _remember_saml_login(request, sociallogin) -> None:

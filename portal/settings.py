@@ -56,7 +56,9 @@ INSTALLED_APPS = [
     "allauth.socialaccount.providers.openid_connect",
     "portal",
     "courses",
+    "clusterpolicy",
     "jobs",
+    "reports",
 ]
 
 MIDDLEWARE = [
@@ -154,26 +156,31 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 LABQUEUE_SYNC_SECONDS = env_int("LABQUEUE_SYNC_SECONDS", 5)
+# How often the worker reconciles Slurm's associations with the course policies (LABQUEUE_SLURM_SYNC_SECONDS
+# is the old name of the setting, still read).
+LABQUEUE_RECONCILE_SECONDS = env_int("LABQUEUE_RECONCILE_SECONDS", env_int("LABQUEUE_SLURM_SYNC_SECONDS", 900))
+LABQUEUE_LAB_TICK_SECONDS = env_int("LABQUEUE_LAB_TICK_SECONDS", 30)
+LABQUEUE_USAGE_INGEST_SECONDS = env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300)
 CELERY_BEAT_SCHEDULE = {
-    "sync-jobs": {
-        "task": "jobs.tasks.sync_jobs",
+    "jobs-sync": {
+        "task": "jobs.tasks.jobs_sync",
         "schedule": float(LABQUEUE_SYNC_SECONDS),
         "options": {"expires": float(LABQUEUE_SYNC_SECONDS)},
     },
-    "sync-slurm-policy": {
-        "task": "jobs.tasks.sync_slurm",
-        "schedule": float(env_int("LABQUEUE_SLURM_SYNC_SECONDS", 900)),
-        "options": {"expires": float(env_int("LABQUEUE_SLURM_SYNC_SECONDS", 900))},
+    "associations-reconcile": {
+        "task": "clusterpolicy.tasks.associations_reconcile",
+        "schedule": float(LABQUEUE_RECONCILE_SECONDS),
+        "options": {"expires": float(LABQUEUE_RECONCILE_SECONDS)},
     },
-    "lab-reservations": {
+    "labs-tick": {
         "task": "jobs.tasks.labs_tick",
-        "schedule": float(env_int("LABQUEUE_LAB_TICK_SECONDS", 30)),
-        "options": {"expires": float(env_int("LABQUEUE_LAB_TICK_SECONDS", 30))},
+        "schedule": float(LABQUEUE_LAB_TICK_SECONDS),
+        "options": {"expires": float(LABQUEUE_LAB_TICK_SECONDS)},
     },
-    "ingest-usage": {
-        "task": "jobs.tasks.ingest_usage",
-        "schedule": float(env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300)),
-        "options": {"expires": float(env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300))},
+    "usage-ingest": {
+        "task": "reports.tasks.usage_ingest",
+        "schedule": float(LABQUEUE_USAGE_INGEST_SECONDS),
+        "options": {"expires": float(LABQUEUE_USAGE_INGEST_SECONDS)},
     },
 }
 
@@ -188,7 +195,7 @@ LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)
 LABQUEUE_RESUBMIT_AFTER_SECONDS = env_int("LABQUEUE_RESUBMIT_AFTER_SECONDS", 120)
 LABQUEUE_DEMO = env_bool("LABQUEUE_DEMO")
 
-# Usage reports (Slurm accounting copied into the portal; see jobs/reports/).
+# Usage reports (Slurm accounting copied into the portal; see reports/).
 LABQUEUE_SLURM_CLUSTER = env("LABQUEUE_SLURM_CLUSTER", "lab")
 LABQUEUE_USAGE_OVERLAP_SECONDS = env_int("LABQUEUE_USAGE_OVERLAP_SECONDS", 3600)
 LABQUEUE_USAGE_FIRST_DAYS = env_int("LABQUEUE_USAGE_FIRST_DAYS", 120)
@@ -196,7 +203,7 @@ LABQUEUE_REPORT_DEFAULT_DAYS = env_int("LABQUEUE_REPORT_DEFAULT_DAYS", 120)
 LABQUEUE_BILLING_RATE = env("LABQUEUE_BILLING_RATE")
 LABQUEUE_BILLING_CURRENCY = env("LABQUEUE_BILLING_CURRENCY", "USD")
 
-# Course policy in Slurm and classroom priority (jobs/policy_sync.py, jobs/labs.py; README "Classroom priority").
+# Course policy in Slurm and classroom priority (clusterpolicy/; README "Classroom priority").
 LABQUEUE_COURSE_QOS = env("LABQUEUE_COURSE_QOS")  # e.g. "coursework": --qos for course jobs (a course's own qos wins)
 LABQUEUE_RESERVATION_STRATEGY = env("LABQUEUE_RESERVATION_STRATEGY", "nodes")  # "nodes" (22.05) or "gpus" (23.11+)
 LABQUEUE_RESERVABLE_NODES = env_list("LABQUEUE_RESERVABLE_NODES", "gpu1,gpu2")  # nodes labs may reserve

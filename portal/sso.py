@@ -21,22 +21,33 @@ from dataclasses import dataclass, field
 
 #: Each canonical claim and the names IdPs use for it (SAML OIDs, friendly names, OIDC claims).
 CLAIM_ALIASES: dict[str, tuple[str, ...]] = {
-    "eppn": (
-        "urn:oid:1.3.6.1.4.1.5923.1.1.1.6", "eduPersonPrincipalName", "eppn", "eduperson_principal_name",
-    ),
+    "eppn": ("urn:oid:1.3.6.1.4.1.5923.1.1.1.6", "eduPersonPrincipalName", "eppn", "eduperson_principal_name"),
     "uid": ("urn:oid:0.9.2342.19200300.100.1.1", "uid"),
     "email": ("urn:oid:0.9.2342.19200300.100.1.3", "mail", "email"),
     "given_name": ("urn:oid:2.5.4.42", "givenName", "given_name"),
     "family_name": ("urn:oid:2.5.4.4", "sn", "surname", "family_name"),
     "affiliation": (
-        "urn:oid:1.3.6.1.4.1.5923.1.1.1.1", "eduPersonAffiliation", "eduperson_affiliation",
-        "urn:oid:1.3.6.1.4.1.5923.1.1.1.9", "eduPersonScopedAffiliation", "eduperson_scoped_affiliation",
+        # eduPersonAffiliation
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.1",
+        "eduPersonAffiliation",
+        "eduperson_affiliation",
+        # eduPersonScopedAffiliation
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.9",
+        "eduPersonScopedAffiliation",
+        "eduperson_scoped_affiliation",
     ),
     "groups": (
-        "urn:oid:1.3.6.1.4.1.5923.1.5.1.1", "isMemberOf", "groups", "is_member_of",
-        "urn:oid:1.3.6.1.4.1.5923.1.1.1.7", "eduPersonEntitlement", "eduperson_entitlement",
+        # isMemberOf
+        "urn:oid:1.3.6.1.4.1.5923.1.5.1.1",
+        "isMemberOf",
+        "groups",
+        "is_member_of",
+        # eduPersonEntitlement
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.7",
+        "eduPersonEntitlement",
+        "eduperson_entitlement",
     ),
-}  # fmt: skip
+}
 _ALIAS_TO_CLAIM = {alias.lower(): name for name, aliases in CLAIM_ALIASES.items() for alias in aliases}
 
 DEFAULT_NETID_PATTERN = r"^([^@]+)@example\.edu$"

@@ -1,10 +1,14 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("admin/", admin.site.urls),
+    # The staff drift page's old address (it was in jobs as the "Slurm policy sync").
+    path("jobs/slurm-sync/", RedirectView.as_view(pattern_name="clusterpolicy:associations", permanent=True)),
     path("jobs/", include("jobs.urls")),
-    path("reports/", include("jobs.reports.urls")),
+    path("cluster/", include("clusterpolicy.urls")),
+    path("reports/", include("reports.urls")),
     path("", include("courses.urls")),
 ]

@@ -27,10 +27,10 @@ import django  # noqa: E402
 django.setup()
 
 from courses.models import Assignment, Course  # noqa: E402
-from jobs import services  # noqa: E402
+from jobs import dispatch  # noqa: E402
 from jobs.models import Job, Status  # noqa: E402
-from jobs.slurm import runner  # noqa: E402
 from portal.models import User  # noqa: E402
+from slurm import runner  # noqa: E402
 
 SIZES = (1, 50, 200)
 
@@ -47,9 +47,19 @@ def held_job(user, assignment) -> Job:
     argv = ["sbatch", "--parsable", "--hold", "--export=NONE", "--account=cs101", f"--job-name={name}"]
     slurm_id = runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
     return Job.objects.create(
-        user=user, assignment=assignment, run_as="student1", gpus=0, cpus=1, mem_mb=100, minutes=1,
-        account="cs101", script="", workdir="/nonexistent", status=Status.PENDING, slurm_job_id=slurm_id,
-    )  # fmt: skip
+        user=user,
+        assignment=assignment,
+        run_as="student1",
+        gpus=0,
+        cpus=1,
+        mem_mb=100,
+        minutes=1,
+        account="cs101",
+        script="",
+        workdir="/nonexistent",
+        status=Status.PENDING,
+        slurm_job_id=slurm_id,
+    )
 
 
 def main() -> None:
@@ -67,7 +77,7 @@ def main() -> None:
             before = rpc_counts()
             with runner.command_log() as commands:
                 started = time.perf_counter()
-                services.jobs_sync()
+                dispatch.jobs_sync()
                 seconds = time.perf_counter() - started
             rpcs = rpc_counts() - before
             rpcs["REQUEST_STATS_INFO"] -= 1  # sdiag's own call

@@ -99,7 +99,7 @@ def make_stale(job: Job) -> None:
 
 
 def unreachable_controller(folder: Path) -> str:
-    """A slurm.conf naming a controller port nobody listens on (as tests/test_transient.py does).
+    """A slurm.conf naming a controller port nobody listens on (as tests/jobs/test_transient.py does).
 
     `folder` must be readable by the students: commands run as them read it too (pytest's tmp_path is
     not, and a Slurm tool that cannot read its configuration hangs until the runner's timeout).

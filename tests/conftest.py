@@ -1,8 +1,10 @@
 """Personas, a course with an assignment, and helpers to drive jobs on the real lab cluster.
 
 Jobs really run: the lab cluster (scripts/labcluster) must be up; `make test` brings it up.
-Each test gets its own job root under /var/lib/labqueue/test-jobs, readable by the
-students' POSIX accounts.
+Each test that uses the database gets its own job root under /var/lib/labqueue/test-jobs,
+readable by the students' POSIX accounts. Pure tests (parsers, scripting, policy plans) use no
+database (pytest-django refuses them one) and get no job root: they run without root and without
+the cluster.
 """
 
 import os
@@ -16,7 +18,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from courses.models import Assignment, Course, Dataset, Role
-from jobs import services
+from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
 
 JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
@@ -36,8 +38,18 @@ PARAMETERS = [
 ]
 
 
+def _uses_database(request: pytest.FixtureRequest) -> bool:
+    return bool({"db", "transactional_db"} & set(request.fixturenames)) or bool(
+        request.node.get_closest_marker("django_db")
+    )
+
+
 @pytest.fixture(autouse=True)
-def job_root(settings, tmp_path):
+def job_root(request: pytest.FixtureRequest, tmp_path):
+    if not _uses_database(request):  # a pure test: no job can be made, no root needed
+        yield None
+        return
+    settings = request.getfixturevalue("settings")
     JOB_ROOT_BASE.mkdir(parents=True, exist_ok=True)
     os.chmod(JOB_ROOT_BASE, 0o755)
     root = JOB_ROOT_BASE / uuid.uuid4().hex[:12]
@@ -73,9 +85,17 @@ def make_user(username: str, netid: str | None = None, **extra):
 @pytest.fixture
 def course(db) -> Course:
     return Course.objects.create(
-        slug="cs101", code="CS101", title="GPU Computing", term="Fall", slurm_account="cs101",
-        partition="gpu", max_gpus_per_job=2, max_cpus_per_job=4, max_mem_mb_per_job=4000, max_minutes_per_job=30,
-    )  # fmt: skip
+        slug="cs101",
+        code="CS101",
+        title="GPU Computing",
+        term="Fall",
+        slurm_account="cs101",
+        partition="gpu",
+        max_gpus_per_job=2,
+        max_cpus_per_job=4,
+        max_mem_mb_per_job=4000,
+        max_minutes_per_job=30,
+    )
 
 
 @pytest.fixture
@@ -129,23 +149,36 @@ def dataset(course) -> Dataset:
 @pytest.fixture
 def assignment(course) -> Assignment:
     return Assignment.objects.create(
-        course=course, slug="hello", title="Hello GPU", script_template=ECHO_SCRIPT, parameters=PARAMETERS,
-        gpus=1, cpus=1, mem_mb=500, minutes=5,
-    )  # fmt: skip
+        course=course,
+        slug="hello",
+        title="Hello GPU",
+        script_template=ECHO_SCRIPT,
+        parameters=PARAMETERS,
+        gpus=1,
+        cpus=1,
+        mem_mb=500,
+        minutes=5,
+    )
 
 
 def submit_form(**overrides) -> dict:
     data = {
-        "param_EPOCHS": "2", "param_RATE": "0.5", "param_SIZE": "small", "param_NAME": "run",
-        "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5",
-    }  # fmt: skip
+        "param_EPOCHS": "2",
+        "param_RATE": "0.5",
+        "param_SIZE": "small",
+        "param_NAME": "run",
+        "gpus": "1",
+        "cpus": "1",
+        "mem_mb": "500",
+        "minutes": "5",
+    }
     data.update(overrides)
     return data
 
 
 def dispatch(job: Job) -> Job:
     """Do what the Celery submit task does for this job, then reload it."""
-    services.job_dispatch(job_id=job.pk)
+    job_dispatch(job_id=job.pk)
     job.refresh_from_db()
     return job
 
@@ -154,7 +187,7 @@ def wait_for_status(job: Job, *statuses: str, timeout: float = 90) -> Job:
     """Run the sync (as Celery beat would) until the job reaches one of the statuses."""
     deadline = time.monotonic() + timeout
     while True:
-        services.jobs_sync()
+        jobs_sync()
         job.refresh_from_db()
         if job.status in statuses:
             return job

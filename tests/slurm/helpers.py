@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from jobs import slurm
+import slurm
 
 TEST_ROOT = Path("/var/lib/labqueue/test-adapter")
 STUDENT = "student1"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.slurm import accounts, reservations
+from slurm import accounts, reservations
 
 CAPTURED = Path(__file__).parent / "captured"
 

@@ -4,19 +4,66 @@ from __future__ import annotations
 
 import pwd
 import re
+import shutil
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from jobs import slurm
-from jobs.slurm import runner
+import slurm
+from slurm import runner
 
-from .helpers import STUDENT, JobDir, wait_for, wait_for_final
+from .helpers import STUDENT, TEST_ROOT, JobDir, give_to_student, wait_for, wait_for_final
 
 # early_job is submitted first so that it has left squeue by the time the last test runs.
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("cluster", "early_job")]
+
+
+@pytest.fixture(scope="session")
+def submitted(cluster: None) -> Iterator[list[str]]:
+    """Job ids the tests submitted; whatever is left is cancelled at the end."""
+    ids: list[str] = []
+    yield ids
+    if ids:
+        try:
+            runner.run(["scancel", *ids])  # as root: any job, finished ones ignored
+        except slurm.SlurmError:
+            pass
+
+
+@contextmanager
+def _student_dir(submitted: list[str]) -> Iterator[JobDir]:
+    TEST_ROOT.mkdir(parents=True, exist_ok=True)
+    TEST_ROOT.chmod(0o755)
+    give_to_student(TEST_ROOT)
+    path = TEST_ROOT / uuid.uuid4().hex[:12]
+    path.mkdir()
+    give_to_student(path)
+    yield JobDir(path, submitted)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def job_dir(submitted: list[str]) -> Iterator[JobDir]:
+    """A fresh directory owned by the student, removed after the test."""
+    with _student_dir(submitted) as directory:
+        yield directory
+
+
+@pytest.fixture(scope="module")
+def early_job(submitted: list[str]) -> Iterator[tuple[str, str]]:
+    """(job id, job name) of a quick job submitted when the module starts.
+
+    For tests that need a job that has already left squeue (MinJobAge): it ages
+    while the other tests run.
+    """
+    with _student_dir(submitted) as directory:
+        spec = directory.spec(directory.script("true"))
+        yield directory.submit(spec), spec.job_name
 
 
 def test_a_submitted_job_runs_as_the_student_with_its_gpu(job_dir: JobDir) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.slurm import parsers
-from jobs.slurm.errors import SlurmRejected, SlurmUnavailable, classify
+from slurm import parsers
+from slurm.errors import SlurmRejected, SlurmUnavailable, classify
 
 CAPTURED = Path(__file__).parent / "captured"
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs import slurm
-from jobs.slurm import runner
+import slurm
+from slurm import runner
 
 
 def test_a_command_over_its_timeout_is_unavailable_and_counted() -> None:

@@ -32,7 +32,7 @@ PARAMETERS = [
     {"name": "EPOCHS", "type": "int", "default": 10, "min": 1, "max": 30, "help": "Training epochs (1 s each here)."},
     {"name": "LR", "type": "float", "default": 0.01, "min": 0.0001, "max": 1.0, "help": "Learning rate."},
     {"name": "MODEL", "type": "choice", "choices": ["small", "medium", "large"], "default": "small"},
-]  # fmt: skip
+]
 
 
 class Command(BaseCommand):
@@ -46,11 +46,17 @@ class Command(BaseCommand):
         course, _ = Course.objects.update_or_create(
             slug="cs101-demo",
             defaults={
-                "code": "CS101", "title": "Introduction to GPU Computing", "term": "Demo term",
-                "slurm_account": "cs101", "partition": "gpu", "max_gpus_per_job": 1,
-                "max_cpus_per_job": 4, "max_mem_mb_per_job": 8000, "max_minutes_per_job": 30,
+                "code": "CS101",
+                "title": "Introduction to GPU Computing",
+                "term": "Demo term",
+                "slurm_account": "cs101",
+                "partition": "gpu",
+                "max_gpus_per_job": 1,
+                "max_cpus_per_job": 4,
+                "max_mem_mb_per_job": 8000,
+                "max_minutes_per_job": 30,
             },
-        )  # fmt: skip
+        )
         for username, first, last, role in PEOPLE:
             user, created = User.objects.get_or_create(
                 username=username, defaults={"first_name": first, "last_name": last, "netid": username}
@@ -71,10 +77,14 @@ class Command(BaseCommand):
             defaults={
                 "title": "Lab 1: Hello, GPU",
                 "description": "Train a toy model on one GPU and download its results.",
-                "script_template": SCRIPT, "parameters": PARAMETERS,
-                "gpus": 1, "cpus": 1, "mem_mb": 1000, "minutes": 5,
+                "script_template": SCRIPT,
+                "parameters": PARAMETERS,
+                "gpus": 1,
+                "cpus": 1,
+                "mem_mb": 1000,
+                "minutes": 5,
             },
-        )  # fmt: skip
+        )
         assignment.datasets.set([dataset])
         self.stdout.write(self.style.SUCCESS(f"Demo course {course} is ready."))
         for username, _, _, role in PEOPLE:

@@ -1,0 +1,112 @@
+"""Course policy written into Slurm: reconcile the desired associations (portal) with the actual ones.
+
+Desired, per course: the Slurm account exists; one association per enrolled person with a cluster
+username (every role can submit), carrying MaxJobs, MaxSubmitJobs, MaxTRES per job (cpu, mem,
+gres/gpu), MaxWall and, with a budget, GrpTRESMins=gres/gpu=<minutes>; the account's own association
+carries GrpTRES=gres/gpu=<course-wide cap>. Only course accounts are read or changed, and only
+associations of people the portal knows and who are not enrolled are deleted: an association an
+operator made for someone the portal has never seen is listed as unmanaged, never removed.
+
+:func:`associations_reconcile` (worker side: the `associations_reconcile` task and the
+`reconcile_associations` command) reads Slurm once per run, applies the pure
+:func:`clusterpolicy.plan.plan` (unless dry) and records the run in AssociationRun for the staff drift page.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from clusterpolicy.models import AssociationRun
+from clusterpolicy.plan import DesiredAccount, UserLimits, plan
+from clusterpolicy.selectors import course_qos
+from courses.models import Course, Enrollment
+from slurm import SlurmError, accounts
+
+log = logging.getLogger(__name__)
+
+
+def user_limits(course: Course) -> UserLimits:
+    return UserLimits(
+        max_jobs=course.max_running_jobs_per_student,
+        max_submit=course.max_queued_jobs_per_student,
+        max_tres={
+            "cpu": course.max_cpus_per_job,
+            "mem": course.max_mem_mb_per_job,
+            "gres/gpu": course.max_gpus_per_job,
+        },
+        max_wall_minutes=course.max_minutes_per_job,
+        gpu_minutes=course.gpu_hours_per_student * 60 if course.gpu_hours_per_student is not None else None,
+        qos=course_qos(course),
+    )
+
+
+def desired_accounts(courses: list[Course]) -> tuple[list[DesiredAccount], list[str]]:
+    """The desired state of these courses' accounts, and errors (an account shared by two courses)."""
+    by_account: dict[str, list[Course]] = defaultdict(list)
+    for course in courses:
+        by_account[course.slurm_account].append(course)
+    enrolled: dict[int, set[str]] = defaultdict(set)
+    rows = Enrollment.objects.filter(course__in=courses, user__netid__isnull=False).exclude(user__netid="")
+    for course_id, netid in rows.values_list("course_id", "user__netid"):
+        enrolled[course_id].add(netid)
+    result, errors = [], []
+    for account, group in sorted(by_account.items()):
+        if len(group) > 1:
+            names = ", ".join(course.slug for course in group)
+            errors.append(f"Slurm account {account} is used by several courses ({names}): left unchanged.")
+            continue
+        course = group[0]
+        limits = user_limits(course)
+        result.append(
+            DesiredAccount(
+                account=account,
+                description=f"{course.code} {course.term}"[:60],
+                course_gpus=course.max_gpus_course,
+                users={netid: limits for netid in sorted(enrolled[course.pk])},
+            )
+        )
+    return result, errors
+
+
+def _known_users() -> set[str]:
+    return set(get_user_model().objects.exclude(netid__isnull=True).exclude(netid="").values_list("netid", flat=True))
+
+
+def associations_reconcile(
+    *, course_slugs: list[str] | None = None, dry_run: bool = False, trigger: str = "command"
+) -> AssociationRun:
+    """Reconcile these courses (all when None) with Slurm; record the run. Raises SlurmUnavailable
+    when sacctmgr does not answer before anything was read (the run row then says so)."""
+    cluster = settings.LABQUEUE_SLURM_CLUSTER
+    courses = Course.objects.exclude(slurm_account="").order_by("pk")
+    if course_slugs is not None:
+        # Every course on the chosen courses' accounts, so that an account another course shares is seen as shared.
+        courses = courses.filter(slurm_account__in=courses.filter(slug__in=course_slugs).values("slurm_account"))
+    desired, errors = desired_accounts(list(courses))
+    run = AssociationRun.objects.create(trigger=trigger, dry_run=dry_run, courses=[d.account for d in desired])
+    try:
+        actual = accounts.assoc_list(cluster=cluster, accounts=[d.account for d in desired])
+    except SlurmError as error:
+        run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["errors", "finished_at"])
+        raise
+    changes, unmanaged = plan(cluster=cluster, desired=desired, actual=actual, known_users=_known_users())
+    if not dry_run:
+        for change in changes:
+            try:
+                accounts.sacctmgr_apply(change.argv)
+            except SlurmError as error:
+                errors.append(f"{change.command}: {error}")
+                log.warning("reconcile_associations: %s failed: %s", change.command, error)
+    run.changes = [change.as_json() for change in changes]
+    run.unmanaged = unmanaged
+    run.errors = errors
+    run.finished_at = timezone.now()
+    run.save(update_fields=["changes", "unmanaged", "errors", "finished_at"])
+    return run

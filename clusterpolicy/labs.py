@@ -1,0 +1,119 @@
+"""Lab sessions on the cluster (worker side): make the Slurm reservation before a lab, remove it after.
+
+Scheduling and the overlap check live in courses (courses.services.lab_session_schedule); which
+reservation a job runs in is clusterpolicy.selectors.lab_reservation_for. This module runs Slurm
+commands, so only Celery (the `labs_tick` task) and tests call it. Portal jobs that still wait for the
+reservation of an ended or cancelled lab are moved to the normal queue by
+jobs.dispatch.jobs_leave_ended_labs, which the same task runs next. State changes are compare-and-set
+on LabSession.state, so a duplicated tick is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from courses.models import LabSession
+from slurm import SlurmError, SlurmRejected, reservations
+
+log = logging.getLogger(__name__)
+State = LabSession.State
+
+
+def reservation_name(session: LabSession) -> str:
+    return f"lq-{session.course.slug}-{session.pk}"[:64]
+
+
+def _free_nodes(session: LabSession) -> list[str]:
+    """Reservable nodes not held by another portal lab overlapping this one."""
+    busy = set()
+    others = LabSession.objects.filter(
+        reservation_active=True, starts_at__lt=session.ends_at, ends_at__gt=session.starts_at
+    )
+    for other in others.exclude(pk=session.pk):
+        busy.update(filter(None, other.reserved_nodes.split(",")))
+    return [node for node in settings.LABQUEUE_RESERVABLE_NODES if node not in busy]
+
+
+def lab_reserve(*, session: LabSession) -> bool:
+    """Create the session's reservation in Slurm (scheduled -> reserved, or -> failed with Slurm's reason)."""
+    if session.state != State.SCHEDULED:
+        return False
+    name = reservation_name(session)
+    start = session.starts_at if session.starts_at > timezone.now() else None
+    strategy = settings.LABQUEUE_RESERVATION_STRATEGY
+    try:
+        if strategy == "gpus":
+            argv = reservations.create_argv(
+                name=name,
+                account=session.course.slurm_account,
+                start=start,
+                end=session.ends_at,
+                gpus=session.gpus or 1,
+                partition=session.course.partition,
+            )
+        else:
+            nodes = _free_nodes(session)[: session.nodes]
+            if len(nodes) < session.nodes:
+                raise SlurmRejected(f"only {len(nodes)} reservable node(s) free for this lab, {session.nodes} needed")
+            argv = reservations.create_argv(
+                name=name, account=session.course.slurm_account, start=start, end=session.ends_at, nodes=nodes
+            )
+        made = reservations.reservation_create(argv)
+    except SlurmRejected as error:
+        LabSession.objects.filter(pk=session.pk, state=State.SCHEDULED).update(
+            state=State.FAILED, message=f"Slurm refused the reservation: {error}"
+        )
+        return False
+    updated = LabSession.objects.filter(pk=session.pk, state=State.SCHEDULED).update(
+        state=State.RESERVED,
+        reservation_name=name,
+        reservation_active=True,
+        reserved_nodes=made.nodes if made else "",
+        message="",
+    )
+    if not updated:  # cancelled while we were creating it: take it away again
+        LabSession.objects.filter(pk=session.pk).update(reservation_name=name, reservation_active=True)
+    return bool(updated)
+
+
+def lab_release(*, session: LabSession) -> None:
+    """Remove an ended or cancelled session's reservation (jobs still waiting for it: see the module doc)."""
+    reservations.reservation_delete(session.reservation_name)
+    LabSession.objects.filter(pk=session.pk).update(reservation_active=False)
+
+
+def labs_tick(*, now=None) -> dict[str, int]:
+    """Reserve labs about to start, end labs that are over, release reservations no longer needed."""
+    now = now or timezone.now()
+    lead = timedelta(minutes=settings.LABQUEUE_LAB_RESERVE_AHEAD_MINUTES)
+    counts = {"reserved": 0, "ended": 0, "released": 0}
+    for session in LabSession.objects.filter(state=State.SCHEDULED, starts_at__lte=now + lead, ends_at__gt=now):
+        counts["reserved"] += lab_reserve(session=session)
+    counts["ended"] = LabSession.objects.filter(state=State.RESERVED, ends_at__lte=now).update(state=State.ENDED)
+    LabSession.objects.filter(state=State.SCHEDULED, ends_at__lte=now).update(
+        state=State.FAILED, message="The lab ended before the portal could reserve it (was the worker running?)."
+    )
+    counts["released"] = labs_release_ended()
+    return counts
+
+
+def labs_release_ended() -> int:
+    """Remove the reservations of ended or cancelled labs; how many were removed.
+
+    Slurm refuses ("Requested reservation is in use") while jobs run in the reservation or wait for
+    it: the lab says so, and a later tick tries again (the labs_tick task first moves waiting portal
+    jobs to the normal queue, then calls this again)."""
+    released = 0
+    for session in LabSession.objects.filter(reservation_active=True, state__in=[State.ENDED, State.CANCELLED]):
+        try:
+            lab_release(session=session)
+            released += 1
+        except SlurmError as error:
+            log.warning("lab %s: could not remove reservation %s: %s", session.pk, session.reservation_name, error)
+            message = f"The reservation is removed once the jobs still running in it end (Slurm: {error})."
+            LabSession.objects.filter(pk=session.pk).update(message=message)
+    return released

@@ -1,0 +1,207 @@
+"""Worker side of the job lifecycle: everything that runs a Slurm command for a job.
+
+Only Celery (jobs.tasks) and tests call these; a web request never does. Each status change goes
+through services.job_transition (compare-and-set), so a duplicated or replayed task is harmless.
+"""
+
+import dataclasses
+import logging
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+import slurm
+from clusterpolicy.selectors import lab_reservation_for, lab_reservations_over
+from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
+from jobs.explanations import explain
+from jobs.models import ACTIVE_IN_SLURM, Job, JobEvent, Status
+from jobs.services import job_transition
+from jobs.workdir import WorkdirError, staging_dir, workdir_prepare
+from slurm import reservations, states
+
+log = logging.getLogger(__name__)
+
+
+def job_dispatch(*, job_id: int) -> None:
+    """Send a queued job to Slurm. Raises slurm.SlurmUnavailable to be retried."""
+    job = Job.objects.select_related("assignment__course").get(pk=job_id)
+    if job.status != Status.QUEUED:
+        return
+    if not job_transition(job=job, to=Status.SUBMITTING, cause="Sending the job to the cluster."):
+        return
+    try:
+        slurm_id = slurm.find_by_name(job.slurm_name) if job.submit_attempts else None
+        if slurm_id is None:
+            script_path = workdir_prepare(
+                workdir=job.workdir, netid=job.run_as, script=job.script, files=_job_files(job)
+            )
+            job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
+            Job.objects.filter(pk=job.pk).update(submit_attempts=F("submit_attempts") + 1, reservation=job.reservation)
+            slurm_id = slurm.submit(
+                slurm.JobSpec(
+                    script_path=script_path,
+                    run_as=job.run_as,
+                    account=job.account,
+                    partition=job.partition,
+                    job_name=job.slurm_name,
+                    workdir=job.workdir,
+                    stdout=str(Path(job.workdir) / job.stdout_name),
+                    stderr=str(Path(job.workdir) / job.stderr_name),
+                    reservation=job.reservation,
+                    qos=job.qos,
+                )
+            )
+    except slurm.SlurmUnavailable as error:
+        job_transition(
+            job=job,
+            to=Status.QUEUED,
+            cause=f"The cluster did not answer ({error}). The portal will try again.",
+            message="The cluster is not answering right now. Your job is saved and the portal "
+            "will send it again automatically; there is nothing you need to do.",
+        )
+        raise
+    except (slurm.SlurmRejected, WorkdirError) as error:
+        job_transition(
+            job=job, to=Status.REJECTED, cause=f"Not accepted: {error}", message=str(error), ended_at=timezone.now()
+        )
+        _store_explanation(job)
+        return
+    job_transition(
+        job=job,
+        to=Status.PENDING,
+        cause=f"Accepted by Slurm as job {slurm_id}."
+        + (f" It runs in the lab session's reservation {job.reservation}." if job.reservation else ""),
+        slurm_job_id=slurm_id,
+        slurm_state=states.PENDING,
+        submitted_at=timezone.now(),
+        message="",
+    )
+    if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
+        job_scancel_enqueue(job.pk)
+
+
+def _job_files(job: Job) -> list[tuple[str, Path]]:
+    files = [(starter.name, Path(starter.file.path)) for starter in job.assignment.starter_files.all()]
+    staged = staging_dir(str(job.uuid))
+    if staged.is_dir():
+        files += [(path.name, path) for path in sorted(staged.iterdir()) if path.is_file()]
+    return files
+
+
+def job_scancel(*, job_id: int) -> None:
+    """Worker side of cancelling. Slurm's record then arrives through the sync."""
+    job = Job.objects.get(pk=job_id)
+    if job.slurm_job_id and not job.is_terminal:
+        slurm.cancel(job.slurm_job_id, run_as=job.run_as)
+
+
+def _live_fields(live: slurm.LiveJob) -> dict:
+    return {
+        "slurm_state": live.state,
+        "reason": "" if live.reason in ("None", "") else live.reason,
+        "queue_position": live.queue_position,
+        "started_at": live.start_time if states.is_running(live.state) else None,
+    }
+
+
+def _final_fields(record: slurm.AcctRecord) -> dict:
+    return {
+        "cancelled_by": record.cancelled_by,
+        "accounting": _record_json(record),
+        "slurm_state": record.state,
+        "reason": "" if record.reason in ("None", "") else record.reason,
+        "queue_position": None,
+        "exit_code": record.exit_code,
+        "exit_signal": record.signal,
+        "started_at": record.start,
+        "ended_at": record.end,
+        "elapsed_seconds": record.elapsed_seconds,
+    }
+
+
+def _record_json(record: slurm.AcctRecord) -> dict:
+    data = dataclasses.asdict(record)
+    return {key: value.isoformat() if isinstance(value, datetime) else value for key, value in data.items()}
+
+
+def _final_status(state: str) -> Status | None:
+    """The portal status a Slurm state ends a job in (slurm.states.final_outcome), or None while it is live."""
+    outcome = states.final_outcome(state)
+    return Status(outcome) if outcome is not None else None
+
+
+def jobs_sync() -> int:
+    """Bring every active job up to date with at most two Slurm commands, however many jobs:
+    one squeue for the live ones, one sacct for those that left the queue or finished."""
+    active = list(Job.objects.filter(status__in=ACTIVE_IN_SLURM).exclude(slurm_job_id=""))
+    if not active:
+        return 0
+    live = slurm.queue()
+    now = timezone.now()
+    Job.objects.filter(pk__in=[job.pk for job in active]).update(checked_at=now)
+    finished = []
+    for job in active:
+        entry = live.get(job.slurm_job_id)
+        if entry is None or not states.is_live(entry.state):
+            finished.append(job)
+            continue
+        target = Status.RUNNING if states.is_running(entry.state) else Status.PENDING
+        fields = _live_fields(entry)
+        if target != job.status:
+            job_transition(job=job, to=target, cause=f"Slurm reports {entry.state}.", **fields)
+        else:
+            Job.objects.filter(pk=job.pk, status=job.status).update(**fields)
+    if finished:
+        records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished])
+        for job in finished:
+            record = records.get(job.slurm_job_id)
+            target = _final_status(record.state) if record else None
+            if target is not None:
+                cause = f"Slurm's accounting reports {record.state}, exit code {record.exit_code}."
+                if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
+                    _store_explanation(job)
+    return len(active)
+
+
+def _store_explanation(job: Job) -> None:
+    """Remember which explanation a finished job got, for the TAs' failure counts."""
+    explanation = explain(job)
+    if explanation is not None:
+        Job.objects.filter(pk=job.pk).update(explanation_key=explanation.key)
+        job.explanation_key = explanation.key
+
+
+def jobs_requeue_stale() -> int:
+    """Re-send jobs whose submit task was lost (broker restart, worker crash)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
+    stuck = Job.objects.filter(status=Status.SUBMITTING, updated_at__lt=cutoff)
+    for job in stuck:
+        job_transition(job=job, to=Status.QUEUED, cause="The submission was interrupted; checking again.")
+    stale = list(Job.objects.filter(status=Status.QUEUED, updated_at__lt=cutoff).values_list("pk", flat=True))
+    for pk in stale:
+        Job.objects.filter(pk=pk).update(updated_at=timezone.now())
+        job_dispatch_enqueue(pk)
+    return len(stale)
+
+
+def jobs_leave_ended_labs() -> int:
+    """Portal jobs still waiting for the reservation of a lab that ended or was cancelled go to the
+    normal queue (before the reservation can be removed: Slurm refuses while jobs wait for it).
+
+    Runs after clusterpolicy.labs.labs_tick (the `labs_tick` task); a job it has moved no longer names
+    the reservation, so a second run finds nothing.
+    """
+    removed = lab_reservations_over().values("reservation_name")
+    waiting = Job.objects.filter(status=Status.PENDING, reservation__in=removed).exclude(slurm_job_id="")
+    moved = 0
+    for job in waiting:
+        reservations.job_reservation_clear(job.slurm_job_id)
+        Job.objects.filter(pk=job.pk).update(reservation="")
+        JobEvent.objects.create(
+            job=job, cause="The lab session ended before the job started; it now waits in the normal queue."
+        )
+        moved += 1
+    return moved

@@ -1,0 +1,129 @@
+"""Copy Slurm's accounting into UsageRecord, incrementally and idempotently.
+
+One cycle is ONE sacct call for the window [mark - overlap, now]; rows are upserted by
+(cluster, slurm job id, submit time). The mark (AccountingCursor.ingested_until) moves
+only after the rows are saved, so a cycle that finds slurmdbd down loses nothing: the next
+one asks for the whole gap again. Re-ingesting a window rewrites the same values.
+"""
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+import slurm
+from jobs.models import Job
+from reports.models import AccountingCursor, UsageRecord
+
+log = logging.getLogger(__name__)
+
+PORTAL_NAME_PREFIX = "lq-"
+#: Fields an ingest may rewrite; `ingested_at` keeps the time the row was first written.
+UPDATED_FIELDS = [
+    "job",
+    "job_name",
+    "user",
+    "account",
+    "partition",
+    "qos",
+    "reservation",
+    "state",
+    "exit_code",
+    "exit_signal",
+    "started_at",
+    "ended_at",
+    "elapsed_seconds",
+    "gpus",
+    "cpus",
+    "mem_mb",
+    "billing",
+]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    cluster: str
+    since: datetime
+    until: datetime
+    records: int
+    seconds: float
+
+
+def portal_job_uuid(job_name: str) -> uuid.UUID | None:
+    """The portal job's UUID from a Slurm job name ``lq-<uuid>``; None for any other name."""
+    if not job_name.startswith(PORTAL_NAME_PREFIX):
+        return None
+    try:
+        return uuid.UUID(job_name[len(PORTAL_NAME_PREFIX) :])
+    except ValueError:
+        return None
+
+
+def usage_ingest(*, now: datetime | None = None) -> IngestResult:
+    """One ingest cycle. Raises slurm.SlurmUnavailable (mark unchanged) when slurmdbd does not answer."""
+    started = time.monotonic()
+    cluster = settings.LABQUEUE_SLURM_CLUSTER
+    now = now or timezone.now()
+    first_since = now - timedelta(days=settings.LABQUEUE_USAGE_FIRST_DAYS)
+    cursor, _ = AccountingCursor.objects.get_or_create(cluster=cluster, defaults={"ingested_until": first_since})
+    since = cursor.ingested_until - timedelta(seconds=settings.LABQUEUE_USAGE_OVERLAP_SECONDS)
+    try:
+        records = slurm.accounting(since=since, until=now)
+    except slurm.SlurmUnavailable as error:
+        AccountingCursor.objects.filter(pk=cursor.pk).update(last_error=str(error), last_error_at=now)
+        raise
+    with transaction.atomic():
+        saved = usage_records_save(cluster=cluster, records=records.values(), now=now)
+        # Compare-and-set: a slower, older cycle never moves the mark backwards.
+        AccountingCursor.objects.filter(pk=cursor.pk, ingested_until__lt=now).update(ingested_until=now)
+        AccountingCursor.objects.filter(pk=cursor.pk).update(last_success_at=now, last_error="")
+    result = IngestResult(cluster, since, now, saved, time.monotonic() - started)
+    log.info("Usage ingest %s: %d records for %s..%s in %.2fs", cluster, saved, since, now, result.seconds)
+    return result
+
+
+def usage_records_save(*, cluster: str, records: Iterable["slurm.AcctRecord"], now: datetime) -> int:
+    """Upsert allocation records; link each to its portal job by the lq-<uuid> name. Two queries per batch."""
+    records = [record for record in records if record.submit is not None]
+    uuids = {u for u in (portal_job_uuid(record.name) for record in records) if u}
+    job_ids = dict(Job.objects.filter(uuid__in=uuids).values_list("uuid", "pk")) if uuids else {}
+    rows = [
+        UsageRecord(
+            cluster=cluster,
+            slurm_job_id=record.job_id,
+            submitted_at=record.submit,
+            job_id=job_ids.get(portal_job_uuid(record.name)),
+            job_name=record.name[:200],
+            user=record.user,
+            account=record.account,
+            partition=record.partition,
+            qos=record.qos,
+            reservation=record.reservation,
+            state=record.state,
+            exit_code=record.exit_code,
+            exit_signal=record.signal,
+            started_at=record.start,
+            ended_at=record.end,
+            elapsed_seconds=record.elapsed_seconds,
+            gpus=record.gpus,
+            cpus=record.cpus,
+            mem_mb=record.mem_mb,
+            billing=record.billing,
+            ingested_at=now,
+        )
+        for record in records
+    ]
+    UsageRecord.objects.bulk_create(
+        rows,
+        batch_size=2000,
+        update_conflicts=True,
+        unique_fields=["cluster", "slurm_job_id", "submitted_at"],
+        update_fields=UPDATED_FIELDS,
+    )
+    return len(rows)

@@ -1,0 +1,184 @@
+"""Reconciliation: the portal's own jobs against Slurm's accounting records for a course.
+
+Lists every difference with its cause: Slurm jobs on the course account that the portal
+did not submit, portal jobs Slurm has no record of, and records whose state or usage
+disagrees with the portal job. Compares only up to the last ingest; never calls Slurm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
+
+from django.conf import settings
+from django.db.models import BigIntegerField, Count, Exists, F, OuterRef, Q, QuerySet, Sum
+
+from courses.models import Course
+from jobs.models import Job, Status
+from reports.models import AccountingCursor, UsageRecord
+from reports.queries import (
+    DIFFERENCES_SHOWN,
+    ReportRange,
+    Usage,
+    expected_outcome,
+    seconds_in,
+    usage_records_in_range,
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    kind: str  # "outside", "missing" or "disagrees"
+    slurm_job_id: str
+    user: str
+    cause: str
+    job_uuid: UUID | None = None
+
+    LABELS = {
+        "outside": "Slurm job the portal did not submit",
+        "missing": "Portal job Slurm has no record of",
+        "disagrees": "State or usage disagrees",
+    }
+
+    @property
+    def label(self) -> str:
+        return self.LABELS[self.kind]
+
+
+@dataclass(frozen=True)
+class Side:
+    jobs: int
+    gpu_seconds: int
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpu_seconds / 3600
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    portal: Side
+    slurm: Side
+    differences: list[Difference] = field(default_factory=list)
+    ingested_until: datetime | None = None
+    cut: bool = False
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences and self.portal == self.slurm
+
+
+def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_side: Usage) -> Reconciliation:
+    """Portal jobs of the course vs. Slurm's records on its account in the window. Five queries.
+
+    Compared only up to where accounting has been copied (AccountingCursor): a job
+    submitted after that is not a difference yet.
+    """
+    cursor = (
+        AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER)
+        .values_list("ingested_until", flat=True)
+        .first()
+    )
+    if cursor is None:
+        return Reconciliation(Side(0, 0), Side(slurm_side.jobs, slurm_side.gpu_seconds))
+    portal_jobs = (
+        Job.objects.filter(assignment__course=course, submitted_at__lt=min(window.end, cursor))
+        .exclude(slurm_job_id="")
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gte=window.start))
+        .order_by()
+    )
+    portal = portal_jobs.aggregate(
+        jobs=Count("pk"), gpu_seconds=Sum(F("gpus") * seconds_in(window, now), output_field=BigIntegerField())
+    )
+    found = [
+        *_outside_the_portal(course=course, window=window),
+        *_unknown_to_slurm(portal_jobs=portal_jobs),
+        *_disagreements(course=course, window=window),
+    ]
+    return Reconciliation(
+        portal=Side(portal["jobs"], int(portal["gpu_seconds"] or 0)),
+        slurm=Side(slurm_side.jobs, slurm_side.gpu_seconds),
+        differences=[difference for difference in found if difference is not None],
+        ingested_until=cursor,
+        cut=None in found,
+    )
+
+
+def _shown(rows, make) -> list[Difference | None]:
+    """At most DIFFERENCES_SHOWN differences of one kind, then None if there were more."""
+    found = [make(row) for row in rows[: DIFFERENCES_SHOWN + 1]]
+    return found[:DIFFERENCES_SHOWN] + ([None] if len(found) > DIFFERENCES_SHOWN else [])
+
+
+def _outside_the_portal(*, course: Course, window: ReportRange) -> list[Difference | None]:
+    records = (
+        usage_records_in_range(window=window, accounts=[course.slurm_account])
+        .exclude(job__assignment__course=course)
+        .select_related("job__assignment__course")
+        .order_by("submitted_at", "slurm_job_id")
+    )
+
+    def make(record: UsageRecord) -> Difference:
+        if record.job is None:
+            cause = f"On the course account but not submitted through the portal (job name “{record.job_name}”)."
+        else:
+            cause = f"Submitted through the portal for another course, {record.job.assignment.course}."
+        return Difference("outside", record.slurm_job_id, record.user, cause)
+
+    return _shown(records, make)
+
+
+def _unknown_to_slurm(*, portal_jobs: QuerySet) -> list[Difference | None]:
+    has_record = UsageRecord.objects.filter(job=OuterRef("pk"), slurm_job_id=OuterRef("slurm_job_id"))
+    jobs = portal_jobs.filter(~Exists(has_record)).order_by("submitted_at")
+
+    def make(job: Job) -> Difference:
+        cause = f"The portal sent it to Slurm as job {job.slurm_job_id}, but Slurm's accounting has no record of it."
+        return Difference("missing", job.slurm_job_id, job.run_as, cause, job.uuid)
+
+    return _shown(jobs, make)
+
+
+def _disagreements(*, course: Course, window: ReportRange) -> list[Difference | None]:
+    records = (
+        usage_records_in_range(window=window)
+        .filter(job__assignment__course=course)
+        .annotate(expected=expected_outcome())
+        .filter(
+            ~Q(slurm_job_id=F("job__slurm_job_id"))
+            | ~Q(account=F("job__account"))
+            | ~Q(gpus=F("job__gpus"))
+            | (Q(expected="live") & ~Q(job__status__in=[Status.PENDING, Status.RUNNING]))
+            | (~Q(expected="live") & ~Q(job__status=F("expected")))
+            | (Q(job__elapsed_seconds__isnull=False) & ~Q(elapsed_seconds=F("job__elapsed_seconds")))
+        )
+        .select_related("job")
+        .order_by("submitted_at", "slurm_job_id")
+    )
+    return _shown(
+        records,
+        lambda record: Difference(
+            "disagrees", record.slurm_job_id, record.user, _disagreement(record), record.job.uuid
+        ),
+    )
+
+
+def _disagreement(record: UsageRecord) -> str:
+    job = record.job
+    causes = []
+    if record.slurm_job_id != job.slurm_job_id:
+        causes.append(
+            f"A second Slurm job carries this portal job's name; the portal tracks job {job.slurm_job_id or 'none'}."
+        )
+    if record.account != job.account:
+        causes.append(f"Slurm charged account {record.account}; the portal asked for {job.account}.")
+    if record.gpus != job.gpus:
+        causes.append(f"Slurm allocated {record.gpus} GPU(s); the portal asked for {job.gpus}.")
+    if record.expected == "live" and job.status not in (Status.PENDING, Status.RUNNING):
+        causes.append(f"Slurm's copy still says {record.state}; the portal says {job.get_status_display().lower()}.")
+    elif record.expected != "live" and job.status != record.expected:
+        causes.append(f"Slurm says {record.state}; the portal says {job.get_status_display().lower()}.")
+    if job.elapsed_seconds is not None and job.elapsed_seconds != record.elapsed_seconds:
+        causes.append(f"Slurm says it ran {record.elapsed_seconds} s; the portal says {job.elapsed_seconds} s.")
+    return " ".join(causes)

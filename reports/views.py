@@ -1,0 +1,120 @@
+import csv
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from courses.models import STAFF_ROLES
+from courses.selectors import course_get_for_user
+from reports.course_report import course_report
+from reports.forms import course_default_first, overview_default_first, range_from_request
+from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, usage_overview
+from reports.svg import gpu_hours_chart
+
+
+@require_GET
+@login_required
+def course_report_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Course staff only (TAs read it like instructors); students get 403, non-members 404."""
+    course, role = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    window, form = range_from_request(request.GET, default_first=course_default_first(course))
+    report = course_report(course=course, window=window)
+    context = {
+        "course": course,
+        "role": role,
+        "report": report,
+        "form": form,
+        "header": Usage.HEADER,
+        "chart": gpu_hours_chart(report.days),
+        "query": request.GET.urlencode(),
+        "time_zone": settings.TIME_ZONE,
+        "shown": DIFFERENCES_SHOWN,
+    }
+    return render(request, "reports/course_report.html", context)
+
+
+@require_GET
+@login_required
+def course_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    """The page's rows (total, per student, per assignment) as CSV, cell for cell."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    window, _ = range_from_request(request.GET, default_first=course_default_first(course))
+    report = course_report(course=course, window=window)
+    name = f"{course.slug}-usage-{window.first}-{window.last}.csv"
+    response = HttpResponse(content_type="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    writer = csv.writer(response)
+    writer.writerow(["Section", *Usage.HEADER])
+    writer.writerow(["total", *report.total.cells])
+    writer.writerows(["student", *row.cells] for row in report.students)
+    writer.writerows(["assignment", *row.cells] for row in report.assignments)
+    return response
+
+
+@require_GET
+@login_required
+def course_statement(request: HttpRequest, slug: str) -> HttpResponse:
+    """A printable usage statement; money appears only as an estimate from LABQUEUE_BILLING_RATE."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    window, form = range_from_request(request.GET, default_first=course_default_first(course))
+    report = course_report(course=course, window=window)
+    rate = _billing_rate()
+    rows = [(row, _estimate(row, rate)) for row in report.assignments]
+    context = {
+        "course": course,
+        "report": report,
+        "rows": rows,
+        "rate": rate,
+        "form": form,
+        "total_estimate": _estimate(report.total, rate),
+        "currency": settings.LABQUEUE_BILLING_CURRENCY,
+    }
+    return render(request, "reports/course_statement.html", context)
+
+
+@require_GET
+@login_required
+def my_usage_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Anyone in the course sees their own usage on its account, and only their own."""
+    course, role = course_get_for_user(user=request.user, slug=slug)
+    window, form = range_from_request(request.GET, default_first=course_default_first(course))
+    usage = my_usage(course=course, netid=request.user.netid or "", window=window)
+    context = {
+        "course": course,
+        "role": role,
+        "usage": usage,
+        "form": form,
+        "header": Usage.HEADER,
+        "chart": gpu_hours_chart(usage.days, title="Your GPU-hours per day"),
+        "window": window,
+        "is_course_staff": role in STAFF_ROLES,
+    }
+    return render(request, "reports/my_usage.html", context)
+
+
+@require_GET
+@login_required
+def usage_overview_view(request: HttpRequest) -> HttpResponse:
+    """All courses side by side, for operations staff."""
+    if not request.user.is_staff:
+        raise PermissionDenied("Only operations staff see all courses.")
+    first = overview_default_first(days=settings.LABQUEUE_REPORT_DEFAULT_DAYS)
+    window, form = range_from_request(request.GET, default_first=first)
+    context = {"rows": usage_overview(window=window), "form": form, "window": window}
+    return render(request, "reports/usage_overview.html", context)
+
+
+def _billing_rate() -> Decimal | None:
+    try:
+        return Decimal(settings.LABQUEUE_BILLING_RATE) if settings.LABQUEUE_BILLING_RATE else None
+    except InvalidOperation:
+        return None
+
+
+def _estimate(row: Usage, rate: Decimal | None) -> Decimal | None:
+    if rate is None:
+        return None
+    return (Decimal(row.billing_seconds) / 3600 * rate).quantize(Decimal("0.01"))

@@ -1,0 +1,28 @@
+"""LabQueue's Slurm adapter: a narrow interface over sbatch, squeue, sacct, scancel.
+
+Frozen dataclasses in and out, every command through :mod:`slurm.runner`,
+typed errors that say whether a retry can help (SlurmUnavailable) or not
+(SlurmRejected). Django settings are read when a function runs:
+SLURM_RUN_AS_PREFIX, SLURM_COMMAND_TIMEOUT, SLURM_BIN_DIR. The state vocabulary (pending,
+running, live, final and the portal outcome of each) is :mod:`slurm.states`.
+
+A plain Python package: it imports no LabQueue app, only django.conf.settings when a command runs.
+"""
+
+from .commands import accounting, cancel, find_by_name, queue, submit
+from .errors import SlurmError, SlurmRejected, SlurmUnavailable
+from .records import AcctRecord, JobSpec, LiveJob
+
+__all__ = [
+    "AcctRecord",
+    "JobSpec",
+    "LiveJob",
+    "SlurmError",
+    "SlurmRejected",
+    "SlurmUnavailable",
+    "accounting",
+    "cancel",
+    "find_by_name",
+    "queue",
+    "submit",
+]

@@ -1,0 +1,96 @@
+"""The worker's `associations_reconcile` task writes course policies into Slurm, and refuses a Slurm
+account two courses share.
+
+Everything here uses account cs102 and its student4 association, and puts cs102 back to no limits afterwards.
+"""
+
+import pytest
+from django.urls import reverse
+
+from clusterpolicy.models import AssociationRun
+from clusterpolicy.tasks import associations_reconcile
+from courses.models import Course, Enrollment, Role
+from tests.behaviour_helpers import assoc_fields, restore_cs102
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.slurm
+
+LIMITS = "MaxJobs,MaxSubmit,MaxTRES,MaxWall,GrpTRESMins"
+UNLIMITED = "||||"
+
+
+def cs102_course(slug: str, **limits) -> Course:
+    fields = {
+        "max_gpus_per_job": 1, "max_cpus_per_job": 2, "max_mem_mb_per_job": 2000, "max_minutes_per_job": 20,
+        "max_running_jobs_per_student": 1, "max_queued_jobs_per_student": 2, "gpu_hours_per_student": 50,
+        "max_gpus_course": 8,
+    }  # fmt: skip
+    fields.update(limits)
+    return Course.objects.create(
+        slug=slug, code=slug.upper(), title=slug, term="Fall", slurm_account="cs102", partition="gpu", **fields
+    )
+
+
+@pytest.fixture
+def cs102_restored(db):
+    restore_cs102()
+    assert assoc_fields("cs102", "student4", LIMITS) == UNLIMITED
+    try:
+        yield
+    finally:
+        restore_cs102()
+
+
+@pytest.fixture
+def student4(db):
+    return make_user("student4", "student4")
+
+
+def test_the_reconcile_task_writes_one_courses_policy_into_slurm_and_records_the_run(cs102_restored, student4):
+    course = cs102_course("lab102")
+    Enrollment.objects.create(user=student4, course=course, role=Role.STUDENT)
+
+    associations_reconcile(course_id=course.pk, trigger="policy")
+
+    assert assoc_fields("cs102", "student4", LIMITS) == "1|2|cpu=2,gres/gpu=1,mem=2000M|00:20:00|gres/gpu=3000"
+    assert assoc_fields("cs102", "", "GrpTRES") == "gres/gpu=8"
+    run = AssociationRun.objects.get()
+    assert (run.trigger, run.dry_run, run.courses, run.errors) == ("policy", False, ["cs102"], [])
+    assert run.finished_at is not None
+    assert any(change["user"] == "student4" and change["action"] == "modify" for change in run.changes)
+
+
+SHARED = "Slurm account cs102 is used by several courses (shared-a, shared-b): left unchanged."
+
+
+@pytest.fixture
+def two_courses_one_account(cs102_restored, student4) -> tuple[Course, Course]:
+    first = cs102_course("shared-a", max_running_jobs_per_student=1, max_minutes_per_job=20)
+    second = cs102_course("shared-b", max_running_jobs_per_student=3, max_minutes_per_job=60)
+    Enrollment.objects.create(user=student4, course=first, role=Role.STUDENT)
+    Enrollment.objects.create(user=student4, course=second, role=Role.STUDENT)
+    return first, second
+
+
+def test_the_periodic_reconciliation_reports_an_account_two_courses_share_and_writes_neither_policy(
+    client, two_courses_one_account
+):
+    associations_reconcile()
+
+    assert assoc_fields("cs102", "student4", LIMITS) == UNLIMITED
+    assert assoc_fields("cs102", "", "GrpTRES") == ""
+    run = AssociationRun.objects.get()
+    assert run.errors == [SHARED] and run.changes == [] and "cs102" not in run.courses
+    client.force_login(make_user("ops", "ops1", is_staff=True))
+    assert SHARED in client.get(reverse("jobs:slurm-sync")).content.decode()
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_one_course_reconciliation_of_a_shared_account_reports_it_and_writes_nothing(two_courses_one_account, which):
+    course = two_courses_one_account[which]
+
+    associations_reconcile(course_id=course.pk, trigger="policy")
+
+    assert assoc_fields("cs102", "student4", LIMITS) == UNLIMITED, "neither course's limits win"
+    run = AssociationRun.objects.get()
+    assert run.errors == [SHARED] and run.changes == []

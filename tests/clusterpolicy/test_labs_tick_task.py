@@ -1,0 +1,219 @@
+"""The worker's `labs_tick` task makes a lab's Slurm reservation before it starts and removes it afterwards.
+
+Labs are scheduled and cancelled through the instructor's pages; the task is the one Celery beat runs.
+Every reservation and job a test makes is deleted or cancelled at the end.
+"""
+
+import subprocess
+from datetime import UTC, timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from courses.models import LabSession
+from jobs.models import Job, JobEvent, Status
+from jobs.tasks import job_dispatch, labs_tick
+from tests.behaviour_helpers import (
+    SLURM_ENV,
+    cancel_slurm_jobs,
+    reservation_text,
+    slurm,
+    squeue_field,
+    wait_until,
+)
+from tests.conftest import submit_form, wait_for_status
+
+pytestmark = pytest.mark.slurm
+State = LabSession.State
+
+
+@pytest.fixture(autouse=True)
+def utc(settings):
+    settings.TIME_ZONE = "UTC"
+
+
+@pytest.fixture(autouse=True)
+def cleanup(db):
+    """Cancel the test's jobs (and those it lists), then delete its labs' reservations, even on failure."""
+    extra_ids: list[str] = []
+    try:
+        yield extra_ids
+    finally:
+        cancel_slurm_jobs(ids=extra_ids)
+        for session in LabSession.objects.all():
+            name = session.reservation_name or f"lq-{session.course.slug}-{session.pk}"
+            # A reservation is "in use" until the cancelled jobs in it are gone.
+            wait_until(lambda name=name: deleted(name), timeout=30, what=f"reservation {name} to be deleted")
+
+
+def deleted(name: str) -> bool:
+    slurm("scontrol", "delete", f"reservationname={name}", check=False)
+    return f"ReservationName={name} " not in reservation_text(name)
+
+
+def schedule(client, instructor, *, starts_in: timedelta, minutes: int = 60) -> LabSession:
+    start = timezone.now() + starts_in
+    form = {
+        "starts_at": start.strftime("%Y-%m-%dT%H:%M"),
+        "ends_at": (start + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M"),
+        "nodes": "1",
+    }
+    client.force_login(instructor)
+    response = client.post(reverse("courses:lab-list", args=["cs101"]), form)
+    assert response.status_code == 302, response.content.decode()
+    return LabSession.objects.get()
+
+
+def end(session: LabSession) -> None:
+    """Time passes: the lab is over."""
+    now = timezone.now()
+    LabSession.objects.filter(pk=session.pk).update(starts_at=now - timedelta(hours=1), ends_at=now)
+
+
+def test_labs_tick_reserves_a_lab_starting_soon_and_removes_the_reservation_after_it_ends(client, instructor):
+    session = schedule(client, instructor, starts_in=timedelta(minutes=30))
+    assert f"ReservationName=lq-cs101-{session.pk} " not in reservation_text(f"lq-cs101-{session.pk}")
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.RESERVED and session.reservation_active
+    assert session.reservation_name == f"lq-cs101-{session.pk}"
+    shown = reservation_text(session.reservation_name)
+    assert f"ReservationName={session.reservation_name} " in shown
+    assert "Accounts=cs101 " in shown and f"Nodes={session.reserved_nodes} " in shown
+    assert session.reserved_nodes in ("gpu1", "gpu2")
+    page = client.get(reverse("courses:lab-list", args=["cs101"])).content.decode()
+    assert "Reserved on the cluster" in page and session.reservation_name in page
+
+    end(session)
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.ENDED and not session.reservation_active
+    assert f"ReservationName={session.reservation_name} " not in reservation_text(session.reservation_name)
+
+
+def test_labs_tick_leaves_a_lab_further_ahead_than_the_reserve_window_alone(client, instructor, settings):
+    settings.LABQUEUE_LAB_RESERVE_AHEAD_MINUTES = 60
+    session = schedule(client, instructor, starts_in=timedelta(hours=3))
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.SCHEDULED and not session.reservation_active and not session.reservation_name
+    assert f"ReservationName=lq-cs101-{session.pk} " not in reservation_text(f"lq-cs101-{session.pk}")
+
+
+def test_labs_tick_removes_the_reservation_of_a_lab_the_instructor_cancels(client, instructor):
+    session = schedule(client, instructor, starts_in=timedelta(minutes=20))
+    labs_tick()
+    session.refresh_from_db()
+    assert f"ReservationName={session.reservation_name} " in reservation_text(session.reservation_name)
+
+    response = client.post(reverse("courses:lab-cancel", args=["cs101", session.uuid]))
+    assert response.status_code == 302
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.CANCELLED and not session.reservation_active
+    assert f"ReservationName={session.reservation_name} " not in reservation_text(session.reservation_name)
+
+
+def test_a_reservation_slurm_refuses_is_recorded_and_shown_on_the_labs_page(client, instructor, settings):
+    settings.LABQUEUE_RESERVABLE_NODES = ["gpu9"]  # Slurm has no such node
+    session = schedule(client, instructor, starts_in=timedelta(minutes=10))
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.FAILED and not session.reservation_active
+    assert session.message.startswith("Slurm refused the reservation:")
+    assert "invalid node name" in session.message.lower()
+    page = client.get(reverse("courses:lab-list", args=["cs101"]))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Could not be reserved" in text and "Slurm refused the reservation" in text
+    labs_tick()
+    again = LabSession.objects.get(pk=session.pk)
+    assert (again.state, again.message) == (State.FAILED, session.message), "a refused lab is not tried again"
+
+
+def fill_node(node: str) -> str:
+    """A research job holding every GPU of `node` (started before the lab, so the lab lets it finish)."""
+    argv = [
+        "runuser", "-u", "researcher1", "--", "sbatch", "--parsable", "--export=NONE", "--account=research",
+        "--partition=gpu", f"--nodelist={node}", "--gres=gpu:4", "--mem=500", "-t", "5",
+        "--job-name=lq-behaviour-fill", "--output=/dev/null", "--wrap=sleep 300",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", env=SLURM_ENV, check=True)
+    return done.stdout.strip().split(";")[0]
+
+
+@pytest.fixture
+def waiting_in_lab(client, instructor, student, assignment, settings, cleanup) -> tuple[LabSession, Job]:
+    """A lab on gpu1, whose GPUs a research job holds, and a student's job waiting in the lab's reservation."""
+    settings.LABQUEUE_RESERVABLE_NODES = ["gpu1"]
+    fill = fill_node("gpu1")
+    cleanup.append(fill)
+    wait_until(lambda: squeue_field(fill, "%T") == "RUNNING", timeout=60, what="the research job to hold gpu1")
+    session = schedule(client, instructor, starts_in=timedelta(minutes=-1), minutes=30)
+    labs_tick()
+    session.refresh_from_db()
+    assert session.state == State.RESERVED and session.reserved_nodes == "gpu1"
+
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    job_dispatch(job.pk)
+    job.refresh_from_db()
+    assert job.status == Status.PENDING and job.reservation == session.reservation_name
+    assert squeue_field(job.slurm_job_id, "%v") == session.reservation_name
+    assert squeue_field(job.slurm_job_id, "%T") == "PENDING", "gpu1's GPUs are all taken"
+    return session, job
+
+
+def assert_back_in_the_normal_queue_and_runs(session: LabSession, job: Job) -> None:
+    job.refresh_from_db()
+    assert job.reservation == ""
+    assert squeue_field(job.slurm_job_id, "%v") in ("", "(null)"), "Slurm no longer ties the job to the lab"
+    assert JobEvent.objects.filter(job=job, cause__contains="now waits in the normal queue").exists()
+    session.refresh_from_db()
+    assert not session.reservation_active
+    assert f"ReservationName={session.reservation_name} " not in reservation_text(session.reservation_name)
+    job = wait_for_status(job, Status.COMPLETED, Status.FAILED, Status.CANCELLED, timeout=60)
+    assert job.status == Status.COMPLETED, f"the job ran in the normal queue ({job.slurm_state} {job.reason})"
+
+
+def test_a_job_still_waiting_when_the_lab_ends_goes_back_to_the_normal_queue_and_runs(waiting_in_lab):
+    session, job = waiting_in_lab
+    # The lab's end comes, for the portal and for Slurm: Slurm ends the reservation itself.
+    end(session)
+    ends = (timezone.now() + timedelta(seconds=2)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    slurm("scontrol", "update", f"reservationname={session.reservation_name}", f"endtime={ends}")
+    wait_until(
+        lambda: f"ReservationName={session.reservation_name} " not in reservation_text(session.reservation_name),
+        timeout=60,
+        what="Slurm to end the reservation",
+    )
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.ENDED
+    assert_back_in_the_normal_queue_and_runs(session, job)
+
+
+def test_a_job_still_waiting_when_the_instructor_cancels_the_lab_goes_back_to_the_normal_queue_and_runs(
+    client, instructor, waiting_in_lab
+):
+    session, job = waiting_in_lab
+    client.force_login(instructor)
+    assert client.post(reverse("courses:lab-cancel", args=["cs101", session.uuid])).status_code == 302
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.CANCELLED and session.message == ""
+    assert_back_in_the_normal_queue_and_runs(session, job)

@@ -1,0 +1,92 @@
+"""The worker makes a job directory owned by the student and refuses one that is a symbolic link.
+
+The refusal happens before sbatch, so these tests need no cluster: jobs are submitted through the
+view and sent with `job_dispatch` (what the Celery submit task runs); the POSIX user student1 must exist.
+"""
+
+import os
+import pwd
+from pathlib import Path
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from courses.scripting import SCRIPT_NAME
+from jobs.models import Job, Status
+from jobs.workdir import staging_dir, workdir_prepare
+from slurm.runner import command_log
+from tests.conftest import dispatch, submit_form
+
+
+def submitted(client, student, **files) -> Job:
+    client.force_login(student)
+    uploads = [SimpleUploadedFile(name, content) for name, content in files.items()]
+    form = submit_form(**({"uploads": uploads} if uploads else {}))
+    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return Job.objects.get()
+
+
+def assert_refused_before_sbatch(client, job: Job, commands) -> None:
+    assert job.status == Status.REJECTED
+    assert "symbolic link" in job.message
+    assert job.slurm_job_id == "" and job.submitted_at is None
+    assert [command.tool for command in commands] == [], "no Slurm command, above all no sbatch"
+    assert job.events.filter(to_status=Status.REJECTED, cause__contains="symbolic link").exists()
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "symbolic link" in page
+
+
+def test_a_job_directory_swapped_for_a_symlink_is_refused_and_nothing_is_written_through_it(
+    client, student, assignment, tmp_path
+):
+    job = submitted(client, student)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    Path(job.workdir).parent.mkdir(parents=True)
+    os.symlink(elsewhere, job.workdir)
+
+    with command_log() as commands:
+        job = dispatch(job)
+
+    assert_refused_before_sbatch(client, job, commands)
+    assert list(elsewhere.iterdir()) == [], "the script was not written into the symlink's target"
+    assert os.stat(elsewhere).st_uid == 0, "the target was not handed to the student"
+    assert os.path.islink(job.workdir) and os.lstat(job.workdir).st_uid == 0, "the link itself was left alone"
+
+
+def test_a_student_directory_swapped_for_a_symlink_is_refused_and_nothing_is_made_through_it(
+    client, student, assignment, job_root, tmp_path
+):
+    job = submitted(client, student)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    os.symlink(elsewhere, job_root / "student1")
+    assert Path(job.workdir).parent == job_root / "student1"
+
+    with command_log() as commands:
+        job = dispatch(job)
+
+    assert_refused_before_sbatch(client, job, commands)
+    assert list(elsewhere.iterdir()) == [], "no job directory was made inside the symlink's target"
+    assert os.stat(elsewhere).st_uid == 0
+    assert os.lstat(job_root / "student1").st_uid == 0, "the link itself was left alone"
+
+
+def test_a_prepared_job_directory_and_its_files_belong_to_the_student(client, student, assignment, job_root):
+    job = submitted(client, student, **{"data.csv": b"a,b\n1,2\n"})
+    staged = [(path.name, path) for path in staging_dir(str(job.uuid)).iterdir()]
+    assert [name for name, _ in staged] == ["data.csv"]
+
+    script = workdir_prepare(workdir=job.workdir, netid=job.run_as, script=job.script, files=staged)
+
+    account = pwd.getpwnam("student1")
+    workdir = Path(job.workdir)
+    assert workdir == job_root / "student1" / str(job.uuid)
+    assert script == str(workdir / SCRIPT_NAME)
+    for path in (workdir.parent, workdir, workdir / SCRIPT_NAME, workdir / "data.csv"):
+        info = os.lstat(path)
+        assert (info.st_uid, info.st_gid) == (account.pw_uid, account.pw_gid), path
+    assert (workdir / "data.csv").read_bytes() == b"a,b\n1,2\n"
+    assert (workdir / SCRIPT_NAME).read_text() == job.script
+    assert os.stat(workdir).st_mode & 0o777 == 0o750

@@ -83,7 +83,7 @@ def lab_reserve(*, session: LabSession) -> bool:
 def lab_release(*, session: LabSession) -> None:
     """Remove an ended or cancelled session's reservation (jobs still waiting for it: see the module doc)."""
     reservations.reservation_delete(session.reservation_name)
-    LabSession.objects.filter(pk=session.pk).update(reservation_active=False)
+    LabSession.objects.filter(pk=session.pk).update(reservation_active=False, message="")
 
 
 def labs_tick(*, now=None) -> dict[str, int]:

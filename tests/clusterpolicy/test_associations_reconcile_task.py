@@ -82,7 +82,7 @@ def test_the_periodic_reconciliation_reports_an_account_two_courses_share_and_wr
     run = AssociationRun.objects.get()
     assert run.errors == [SHARED] and run.changes == [] and "cs102" not in run.courses
     client.force_login(make_user("ops", "ops1", is_staff=True))
-    assert SHARED in client.get(reverse("jobs:slurm-sync")).content.decode()
+    assert SHARED in client.get(reverse("clusterpolicy:associations")).content.decode()
 
 
 @pytest.mark.parametrize("which", [0, 1])

@@ -70,14 +70,34 @@ def restore_cs102() -> None:
     """cs102 as scripts/labcluster makes it: student1-4 associated, no limits anywhere."""
     slurm("sacctmgr", "-i", "add", "user", ",".join(CS102_USERS), "account=cs102", "cluster=lab", check=False)
     slurm(
-        "sacctmgr", "-i", "modify", "user", "where", f"name={','.join(CS102_USERS)}", "account=cs102", "cluster=lab",
-        "set", "MaxJobs=-1", "MaxSubmitJobs=-1", "MaxTRES=cpu=-1,mem=-1,gres/gpu=-1", "MaxWall=-1",
-        "GrpTRESMins=gres/gpu=-1", check=False,
-    )  # fmt: skip
-    slurm(
-        "sacctmgr", "-i", "modify", "account", "where", "name=cs102", "cluster=lab", "set", "GrpTRES=gres/gpu=-1",
+        "sacctmgr",
+        "-i",
+        "modify",
+        "user",
+        "where",
+        f"name={','.join(CS102_USERS)}",
+        "account=cs102",
+        "cluster=lab",
+        "set",
+        "MaxJobs=-1",
+        "MaxSubmitJobs=-1",
+        "MaxTRES=cpu=-1,mem=-1,gres/gpu=-1",
+        "MaxWall=-1",
+        "GrpTRESMins=gres/gpu=-1",
         check=False,
-    )  # fmt: skip
+    )
+    slurm(
+        "sacctmgr",
+        "-i",
+        "modify",
+        "account",
+        "where",
+        "name=cs102",
+        "cluster=lab",
+        "set",
+        "GrpTRES=gres/gpu=-1",
+        check=False,
+    )
 
 
 def wait_until(check: Callable[[], T], *, timeout: float = 90, interval: float = 0.5, what: str = "") -> T:

@@ -21,10 +21,15 @@ UNLIMITED = "||||"
 
 def cs102_course(slug: str, **limits) -> Course:
     fields = {
-        "max_gpus_per_job": 1, "max_cpus_per_job": 2, "max_mem_mb_per_job": 2000, "max_minutes_per_job": 20,
-        "max_running_jobs_per_student": 1, "max_queued_jobs_per_student": 2, "gpu_hours_per_student": 50,
+        "max_gpus_per_job": 1,
+        "max_cpus_per_job": 2,
+        "max_mem_mb_per_job": 2000,
+        "max_minutes_per_job": 20,
+        "max_running_jobs_per_student": 1,
+        "max_queued_jobs_per_student": 2,
+        "gpu_hours_per_student": 50,
         "max_gpus_course": 8,
-    }  # fmt: skip
+    }
     fields.update(limits)
     return Course.objects.create(
         slug=slug, code=slug.upper(), title=slug, term="Fall", slurm_account="cs102", partition="gpu", **fields

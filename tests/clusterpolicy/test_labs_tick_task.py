@@ -143,10 +143,24 @@ def test_a_reservation_slurm_refuses_is_recorded_and_shown_on_the_labs_page(clie
 def fill_node(node: str) -> str:
     """A research job holding every GPU of `node` (started before the lab, so the lab lets it finish)."""
     argv = [
-        "runuser", "-u", "researcher1", "--", "sbatch", "--parsable", "--export=NONE", "--account=research",
-        "--partition=gpu", f"--nodelist={node}", "--gres=gpu:4", "--mem=500", "-t", "5",
-        "--job-name=lq-behaviour-fill", "--output=/dev/null", "--wrap=sleep 300",
-    ]  # fmt: skip
+        "runuser",
+        "-u",
+        "researcher1",
+        "--",
+        "sbatch",
+        "--parsable",
+        "--export=NONE",
+        "--account=research",
+        "--partition=gpu",
+        f"--nodelist={node}",
+        "--gres=gpu:4",
+        "--mem=500",
+        "-t",
+        "5",
+        "--job-name=lq-behaviour-fill",
+        "--output=/dev/null",
+        "--wrap=sleep 300",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", env=SLURM_ENV, check=True)
     return done.stdout.strip().split(";")[0]
 

@@ -24,8 +24,16 @@ def add_hint(client, instructor, *, pattern: str = "", state: str = "", assignme
     assert response.status_code == 302, response.content.decode()[:2000]
 
 
-def finished_job(client, student, *, out: str = "", err: str = "", state: str = "FAILED", exit_code: int = 1,
-                 status: str = Status.FAILED) -> Job:  # fmt: skip
+def finished_job(
+    client,
+    student,
+    *,
+    out: str = "",
+    err: str = "",
+    state: str = "FAILED",
+    exit_code: int = 1,
+    status: str = Status.FAILED,
+) -> Job:
     client.force_login(student)
     assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
     job = Job.objects.get()

@@ -65,10 +65,20 @@ def test_the_cancel_task_retries_with_backoff_while_slurm_does_not_answer(
     student, assignment, retries_seen, dead_controller
 ):
     job = Job.objects.create(
-        user=student, assignment=assignment, run_as="student1", gpus=0, cpus=1, mem_mb=100, minutes=1,
-        account="cs101", script="", workdir="/nonexistent", status=Status.RUNNING, slurm_job_id="4242424",
+        user=student,
+        assignment=assignment,
+        run_as="student1",
+        gpus=0,
+        cpus=1,
+        mem_mb=100,
+        minutes=1,
+        account="cs101",
+        script="",
+        workdir="/nonexistent",
+        status=Status.RUNNING,
+        slurm_job_id="4242424",
         cancel_requested=True,
-    )  # fmt: skip
+    )
 
     result = job_scancel.apply(args=[job.pk])
 

@@ -28,9 +28,15 @@ def job(client, student, assignment) -> Job:
     Path(job.workdir).mkdir(parents=True)
     now = timezone.now()
     Job.objects.filter(pk=job.pk).update(
-        status=Status.COMPLETED, slurm_state="COMPLETED", slurm_job_id="4343", exit_code=0, submitted_at=now,
-        started_at=now, ended_at=now, elapsed_seconds=2,
-    )  # fmt: skip
+        status=Status.COMPLETED,
+        slurm_state="COMPLETED",
+        slurm_job_id="4343",
+        exit_code=0,
+        submitted_at=now,
+        started_at=now,
+        ended_at=now,
+        elapsed_seconds=2,
+    )
     job.refresh_from_db()
     return job
 

@@ -16,10 +16,20 @@ MY_USAGE = reverse("reports:my-usage", args=["cs101"]) + "?first=2025-03-01&last
 
 def record(user: str, job_id: str, gpus: int, hours: int) -> UsageRecord:
     return UsageRecord.objects.create(
-        cluster="lab", slurm_job_id=job_id, submitted_at=START, user=user, account="cs101", state="COMPLETED",
-        started_at=START, ended_at=START + timedelta(hours=hours), elapsed_seconds=hours * 3600, gpus=gpus,
-        cpus=2, billing=4, ingested_at=START,
-    )  # fmt: skip
+        cluster="lab",
+        slurm_job_id=job_id,
+        submitted_at=START,
+        user=user,
+        account="cs101",
+        state="COMPLETED",
+        started_at=START,
+        ended_at=START + timedelta(hours=hours),
+        elapsed_seconds=hours * 3600,
+        gpus=gpus,
+        cpus=2,
+        billing=4,
+        ingested_at=START,
+    )
 
 
 @pytest.fixture

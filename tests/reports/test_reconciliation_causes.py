@@ -22,24 +22,48 @@ OUTSIDE = "Slurm job the portal did not submit"
 MISSING = "Portal job Slurm has no record of"
 DISAGREES = "State or usage disagrees"
 #: Portal status -> a Slurm state that leads to it.
-SLURM_STATE = {Status.COMPLETED: "COMPLETED", Status.FAILED: "FAILED", Status.CANCELLED: "CANCELLED",
-               Status.RUNNING: "RUNNING", Status.PENDING: "PENDING"}  # fmt: skip
+SLURM_STATE = {
+    Status.COMPLETED: "COMPLETED",
+    Status.FAILED: "FAILED",
+    Status.CANCELLED: "CANCELLED",
+    Status.RUNNING: "RUNNING",
+    Status.PENDING: "PENDING",
+}
 _ids = iter(range(7001, 8000))
 
 
-def portal_job(user, assignment: Assignment, *, status: str = Status.COMPLETED, gpus: int = 1,
-               elapsed: int | None = 3600, minute: int = 0) -> Job:  # fmt: skip
+def portal_job(
+    user,
+    assignment: Assignment,
+    *,
+    status: str = Status.COMPLETED,
+    gpus: int = 1,
+    elapsed: int | None = 3600,
+    minute: int = 0,
+) -> Job:
     submitted = T0 + timedelta(minutes=minute)
     started = submitted + timedelta(minutes=1)
     finished = status not in (Status.RUNNING, Status.PENDING)
     return Job.objects.create(
-        user=user, assignment=assignment, run_as=user.netid, gpus=gpus, cpus=1, mem_mb=500, minutes=120,
-        account=assignment.course.slurm_account, script="true\n", workdir=f"/nonexistent/{minute}", status=status,
-        slurm_job_id=str(next(_ids)), slurm_state=SLURM_STATE[status], submitted_at=submitted,
+        user=user,
+        assignment=assignment,
+        run_as=user.netid,
+        gpus=gpus,
+        cpus=1,
+        mem_mb=500,
+        minutes=120,
+        account=assignment.course.slurm_account,
+        script="true\n",
+        workdir=f"/nonexistent/{minute}",
+        status=status,
+        slurm_job_id=str(next(_ids)),
+        slurm_state=SLURM_STATE[status],
+        submitted_at=submitted,
         started_at=started if status != Status.PENDING else None,
         ended_at=started + timedelta(seconds=elapsed or 0) if finished else None,
-        elapsed_seconds=elapsed if finished else None, exit_code=0 if finished else None,
-    )  # fmt: skip
+        elapsed_seconds=elapsed if finished else None,
+        exit_code=0 if finished else None,
+    )
 
 
 def slurm_record(
@@ -56,13 +80,25 @@ def slurm_record(
     state = state or job.slurm_state
     live = state in ("RUNNING", "PENDING")
     return UsageRecord.objects.create(
-        cluster=settings.LABQUEUE_SLURM_CLUSTER, slurm_job_id=slurm_job_id or job.slurm_job_id,
-        submitted_at=job.submitted_at, job=job, job_name=job.slurm_name, user=job.run_as,
-        account=account or job.account, partition="gpu", state=state, exit_code=None if live else 0,
-        started_at=job.started_at, ended_at=None if live else job.started_at + timedelta(seconds=elapsed),
-        elapsed_seconds=elapsed, gpus=job.gpus if gpus is None else gpus, cpus=1, mem_mb=500, billing=1,
+        cluster=settings.LABQUEUE_SLURM_CLUSTER,
+        slurm_job_id=slurm_job_id or job.slurm_job_id,
+        submitted_at=job.submitted_at,
+        job=job,
+        job_name=job.slurm_name,
+        user=job.run_as,
+        account=account or job.account,
+        partition="gpu",
+        state=state,
+        exit_code=None if live else 0,
+        started_at=job.started_at,
+        ended_at=None if live else job.started_at + timedelta(seconds=elapsed),
+        elapsed_seconds=elapsed,
+        gpus=job.gpus if gpus is None else gpus,
+        cpus=1,
+        mem_mb=500,
+        billing=1,
         ingested_at=T0 + timedelta(days=20),
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -107,65 +143,106 @@ def test_a_record_on_the_course_account_from_another_courses_portal_job_is_liste
 
 def test_a_portal_job_slurm_has_no_record_of_is_listed_as_missing(client, instructor, student, assignment, agreeing):
     job = portal_job(student, assignment, minute=10)
-    assert differences(client, instructor) == [[
-        MISSING, job.slurm_job_id, "student1", short(job),
-        f"The portal sent it to Slurm as job {job.slurm_job_id}, but Slurm's accounting has no record of it.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            MISSING,
+            job.slurm_job_id,
+            "student1",
+            short(job),
+            f"The portal sent it to Slurm as job {job.slurm_job_id}, but Slurm's accounting has no record of it.",
+        ]
+    ]
 
 
 def test_a_second_slurm_job_with_the_portal_jobs_name_is_listed(client, instructor, student, assignment, agreeing):
     job = portal_job(student, assignment, minute=10)
     slurm_record(job)
     slurm_record(job, slurm_job_id="7999")  # e.g. sbatch ran twice for one portal job
-    assert differences(client, instructor) == [[
-        DISAGREES, "7999", "student1", short(job),
-        f"A second Slurm job carries this portal job's name; the portal tracks job {job.slurm_job_id}.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            "7999",
+            "student1",
+            short(job),
+            f"A second Slurm job carries this portal job's name; the portal tracks job {job.slurm_job_id}.",
+        ]
+    ]
 
 
 def test_a_record_charged_to_another_account_is_listed(client, instructor, student, assignment, agreeing):
     job = portal_job(student, assignment, minute=10)
     slurm_record(job, account="cs102")
-    assert differences(client, instructor) == [[
-        DISAGREES, job.slurm_job_id, "student1", short(job), "Slurm charged account cs102; the portal asked for cs101.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            job.slurm_job_id,
+            "student1",
+            short(job),
+            "Slurm charged account cs102; the portal asked for cs101.",
+        ]
+    ]
 
 
-def test_a_record_with_other_gpus_than_the_portal_asked_for_is_listed(client, instructor, classmate, assignment,
-                                                                       agreeing):  # fmt: skip
+def test_a_record_with_other_gpus_than_the_portal_asked_for_is_listed(
+    client, instructor, classmate, assignment, agreeing
+):
     job = portal_job(classmate, assignment, gpus=1, minute=10)
     slurm_record(job, gpus=2)
-    assert differences(client, instructor) == [[
-        DISAGREES, job.slurm_job_id, "student2", short(job), "Slurm allocated 2 GPU(s); the portal asked for 1.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            job.slurm_job_id,
+            "student2",
+            short(job),
+            "Slurm allocated 2 GPU(s); the portal asked for 1.",
+        ]
+    ]
 
 
-def test_a_record_still_live_in_slurms_copy_for_a_finished_portal_job_is_listed(client, instructor, student,
-                                                                                 assignment, agreeing):  # fmt: skip
+def test_a_record_still_live_in_slurms_copy_for_a_finished_portal_job_is_listed(
+    client, instructor, student, assignment, agreeing
+):
     job = portal_job(student, assignment, status=Status.COMPLETED, minute=10)
     slurm_record(job, state="RUNNING")
-    assert differences(client, instructor) == [[
-        DISAGREES, job.slurm_job_id, "student1", short(job),
-        "Slurm's copy still says RUNNING; the portal says completed.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            job.slurm_job_id,
+            "student1",
+            short(job),
+            "Slurm's copy still says RUNNING; the portal says completed.",
+        ]
+    ]
 
 
-def test_a_record_whose_final_state_differs_from_the_portal_status_is_listed(client, instructor, student,
-                                                                              assignment, agreeing):  # fmt: skip
+def test_a_record_whose_final_state_differs_from_the_portal_status_is_listed(
+    client, instructor, student, assignment, agreeing
+):
     job = portal_job(student, assignment, status=Status.COMPLETED, minute=10)
     slurm_record(job, state="OUT_OF_MEMORY")
-    assert differences(client, instructor) == [[
-        DISAGREES, job.slurm_job_id, "student1", short(job), "Slurm says OUT_OF_MEMORY; the portal says completed.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            job.slurm_job_id,
+            "student1",
+            short(job),
+            "Slurm says OUT_OF_MEMORY; the portal says completed.",
+        ]
+    ]
 
 
-def test_a_record_whose_run_time_differs_from_the_portal_is_listed(client, instructor, student, assignment,
-                                                                    agreeing):  # fmt: skip
+def test_a_record_whose_run_time_differs_from_the_portal_is_listed(client, instructor, student, assignment, agreeing):
     job = portal_job(student, assignment, elapsed=3500, minute=10)
     slurm_record(job, elapsed=3600)
-    assert differences(client, instructor) == [[
-        DISAGREES, job.slurm_job_id, "student1", short(job), "Slurm says it ran 3600 s; the portal says 3500 s.",
-    ]]  # fmt: skip
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            job.slurm_job_id,
+            "student1",
+            short(job),
+            "Slurm says it ran 3600 s; the portal says 3500 s.",
+        ]
+    ]
 
 
 def test_agreeing_jobs_alone_show_no_difference(client, instructor, agreeing):

@@ -1,0 +1,105 @@
+"""Lab reservations the portal cannot make: nodes another lab holds, the `gpus` strategy when Slurm does
+not answer, a lab that is no longer scheduled.
+
+No reservation is created on the lab cluster: SLURM_BIN_DIR points at an empty folder, so any scontrol
+these tests would run cannot start (a wrong behaviour fails the test instead of taking nodes).
+"""
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import escape
+
+from clusterpolicy import labs
+from courses.models import Course, LabSession
+from jobs.tasks import labs_tick
+from slurm import runner
+
+State = LabSession.State
+
+
+@pytest.fixture(autouse=True)
+def no_slurm_tools(settings, tmp_path: Path) -> Path:
+    settings.SLURM_BIN_DIR = str(tmp_path)
+    settings.LABQUEUE_RESERVABLE_NODES = ["gpu1", "gpu2"]
+    return tmp_path
+
+
+def lab(course: Course, *, starts_in: timedelta, minutes: int = 60, **fields) -> LabSession:
+    start = timezone.now() + starts_in
+    return LabSession.objects.create(
+        course=course, starts_at=start, ends_at=start + timedelta(minutes=minutes), **fields
+    )
+
+
+def test_a_lab_needing_nodes_another_lab_holds_fails_with_the_reason_on_the_labs_page(
+    client, instructor, course, other_course
+):
+    lab(
+        other_course,
+        starts_in=timedelta(minutes=-10),
+        state=State.RESERVED,
+        reservation_name="lq-cs102-1",
+        reservation_active=True,
+        reserved_nodes="gpu1",
+    )
+    session = lab(course, starts_in=timedelta(minutes=20), nodes=2)
+
+    with runner.command_log() as commands:
+        labs_tick()
+
+    assert commands == [], "the portal refuses before asking Slurm"
+    session.refresh_from_db()
+    assert session.state == State.FAILED and not session.reservation_active
+    assert session.message == ("Slurm refused the reservation: only 1 reservable node(s) free for this lab, 2 needed")
+    client.force_login(instructor)
+    page = client.get(reverse("courses:lab-list", args=["cs101"])).content.decode()
+    assert "Could not be reserved" in page and escape(session.message) in page
+
+
+def test_a_lab_that_another_lab_no_longer_overlaps_may_use_its_nodes(course, other_course):
+    lab(
+        other_course,
+        starts_in=timedelta(hours=-3),
+        state=State.RESERVED,
+        reservation_name="lq-cs102-1",
+        reservation_active=True,
+        reserved_nodes="gpu1,gpu2",
+    )
+    session = lab(course, starts_in=timedelta(minutes=20), nodes=2)
+
+    with runner.command_log() as commands:
+        labs_tick()
+
+    assert [command.argv[-1] for command in commands if command.tool == "scontrol"][:1] == ["nodes=gpu1,gpu2"]
+    session.refresh_from_db()
+    assert session.state == State.SCHEDULED, "Slurm did not answer: tried again on the next tick"
+
+
+def test_with_the_gpus_strategy_a_lab_asks_for_gpus_and_stays_scheduled_while_slurm_does_not_answer(settings, course):
+    settings.LABQUEUE_RESERVATION_STRATEGY = "gpus"
+    session = lab(course, starts_in=timedelta(minutes=20), gpus=3)
+
+    with runner.command_log() as commands:
+        labs_tick()  # logs that Slurm did not answer
+
+    creates = [command.argv for command in commands if command.argv[1:3] == ["create", "reservation"]]
+    assert len(creates) == 1
+    assert creates[0][-2:] == ["tres=gres/gpu=3", "partition=gpu"]
+    assert not any(arg.startswith("nodes=") for arg in creates[0])
+    session.refresh_from_db()
+    assert (session.state, session.message, session.reservation_active) == (State.SCHEDULED, "", False)
+
+
+def test_reserving_a_lab_that_is_no_longer_scheduled_does_nothing(course):
+    session = lab(course, starts_in=timedelta(minutes=20), state=State.CANCELLED)
+
+    with runner.command_log() as commands:
+        assert labs.lab_reserve(session=session) is False
+
+    assert commands == []
+    session.refresh_from_db()
+    assert (session.state, session.reservation_name, session.reservation_active) == (State.CANCELLED, "", False)

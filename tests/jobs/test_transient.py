@@ -1,7 +1,6 @@
 """When Slurm does not answer, the job waits and says so; nothing is lost."""
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -10,28 +9,20 @@ from django.utils import timezone
 import slurm
 from jobs import dispatch
 from jobs.models import Job, Status
+from tests.behaviour_helpers import slurm_job_ids, unreachable_controller
 from tests.conftest import submit_form, wait_for_status
 
 pytestmark = pytest.mark.slurm
 
 
-def unreachable_controller(tmp_path: Path) -> str:
-    source = Path("/etc/slurm/slurm.conf").resolve()
-    lines = source.read_text().splitlines()
-    lines = [line for line in lines if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
-    (tmp_path / "slurm.conf").write_text("\n".join(lines + ["SlurmctldPort=1", "MessageTimeout=2"]) + "\n")
-    (tmp_path / "gres.conf").write_text((source.parent / "gres.conf").read_text())
-    return str(tmp_path / "slurm.conf")
-
-
 def test_an_unreachable_controller_keeps_the_job_queued_and_a_later_try_submits_it(
-    client, student, assignment, tmp_path, monkeypatch
+    client, student, assignment, job_root, monkeypatch
 ):
     client.force_login(student)
     client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     job = Job.objects.get()
 
-    monkeypatch.setenv("SLURM_CONF", unreachable_controller(tmp_path))
+    monkeypatch.setenv("SLURM_CONF", unreachable_controller(job_root / "dead-controller"))
     with pytest.raises(slurm.SlurmUnavailable):
         dispatch.job_dispatch(job_id=job.pk)
     job.refresh_from_db()
@@ -44,23 +35,23 @@ def test_an_unreachable_controller_keeps_the_job_queued_and_a_later_try_submits_
     dispatch.job_dispatch(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == Status.PENDING
-    assert Job.objects.filter(slurm_job_id=job.slurm_job_id).count() == 1
+    assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}, "Slurm holds exactly one job of this name"
     wait_for_status(job, Status.COMPLETED)
 
 
-def test_a_sync_that_cannot_reach_slurm_keeps_the_last_known_state(client, student, assignment, tmp_path, monkeypatch):
+def test_a_sync_that_cannot_reach_slurm_keeps_the_last_known_state(client, student, assignment, job_root, monkeypatch):
     client.force_login(student)
     client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     job = Job.objects.get()
     dispatch.job_dispatch(job_id=job.pk)
-    monkeypatch.setenv("SLURM_CONF", unreachable_controller(tmp_path))
+    monkeypatch.setenv("SLURM_CONF", unreachable_controller(job_root / "dead-controller"))
     with pytest.raises(slurm.SlurmUnavailable):
         dispatch.jobs_sync()
     job.refresh_from_db()
     assert job.status == Status.PENDING
 
 
-def test_the_job_page_says_when_the_status_is_only_the_last_known(client, student, assignment, tmp_path, monkeypatch):
+def test_the_job_page_says_when_the_status_is_only_the_last_known(client, student, assignment, job_root, monkeypatch):
     client.force_login(student)
     client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     job = Job.objects.get()
@@ -69,7 +60,7 @@ def test_the_job_page_says_when_the_status_is_only_the_last_known(client, studen
     page = client.get(reverse("jobs:job-status", args=[job.uuid])).content.decode()
     assert "has not answered since" not in page
 
-    monkeypatch.setenv("SLURM_CONF", unreachable_controller(tmp_path))
+    monkeypatch.setenv("SLURM_CONF", unreachable_controller(job_root / "dead-controller"))
     Job.objects.filter(pk=job.pk).update(checked_at=timezone.now() - timedelta(minutes=5))
     with pytest.raises(slurm.SlurmUnavailable):
         dispatch.jobs_sync()

@@ -6,6 +6,10 @@ Slurm's jobs does not trust the code it checks.
 
 from __future__ import annotations
 
+import codecs
+import importlib
+import os
+import pwd
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -167,3 +171,42 @@ def slurm_cleanup(extra_ids: list[str] | None = None) -> Iterator[list[str]]:
     finally:
         cancel_slurm_jobs(ids=extra)
         app.control.purge()
+
+
+# What a request may load lazily. Loaded before switching to an unprivileged identity: this
+# Python may live where that identity cannot read, and a codec lookup that fails is cached as a
+# failure for the rest of the run (encodings.search_function), breaking later tests.
+WARM_CODECS = (
+    "ascii",
+    "latin-1",
+    "utf-8",
+    "utf-16",
+    "utf-32",
+    "cp437",
+    "idna",
+    "punycode",
+    "unicode_escape",
+    "raw_unicode_escape",
+    "charmap",
+)
+WARM_MODULES = ("zipfile", "zlib", "django.views.defaults", "django.views.debug", "django.views.csrf")
+
+
+@contextmanager
+def as_user(account: pwd.struct_passwd) -> Iterator[None]:
+    """Run the block with the effective identity of an unprivileged account, so file permissions
+    apply to it as they do to a portal process that is not root; root again afterwards."""
+    for name in WARM_CODECS:
+        codecs.lookup(name)
+    for name in WARM_MODULES:
+        importlib.import_module(name)
+    groups = os.getgroups()
+    os.setgroups([])
+    os.setegid(account.pw_gid)
+    os.seteuid(account.pw_uid)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+        os.setgroups(groups)

@@ -12,8 +12,6 @@ import os
 import pwd
 import socket
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,22 +19,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs.models import Job, Status
+from tests.behaviour_helpers import as_user
 from tests.conftest import submit_form
 
 
-@contextmanager
-def as_web_server() -> Iterator[None]:
-    account = pwd.getpwnam("nobody")
-    groups = os.getgroups()
-    os.setgroups([])
-    os.setegid(account.pw_gid)
-    os.seteuid(account.pw_uid)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-        os.setegid(0)
-        os.setgroups(groups)
+def as_web_server():
+    """The identity of the web server's account (nobody) for one request."""
+    return as_user(pwd.getpwnam("nobody"))
 
 
 @pytest.fixture

@@ -26,7 +26,12 @@ def job(client, student, assignment) -> Job:
     Path(job.workdir).mkdir(parents=True)
     now = timezone.now()
     Job.objects.filter(pk=job.pk).update(
-        status=Status.COMPLETED, slurm_state="COMPLETED", slurm_job_id="4242", exit_code=0, submitted_at=now, ended_at=now
+        status=Status.COMPLETED,
+        slurm_state="COMPLETED",
+        slurm_job_id="4242",
+        exit_code=0,
+        submitted_at=now,
+        ended_at=now,
     )
     job.refresh_from_db()
     return job

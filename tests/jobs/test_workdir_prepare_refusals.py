@@ -10,7 +10,6 @@ import pwd
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from jobs.dispatch import job_dispatch
 from jobs.models import Job, Status
 from jobs.workdir import WorkdirError, workdir_prepare
 from slurm import runner
+from tests.behaviour_helpers import as_user
 from tests.conftest import JOB_ROOT_BASE, make_user, submit_form
 
 
@@ -74,20 +74,6 @@ def test_a_starter_file_with_a_name_the_job_directory_cannot_take_refuses_the_jo
     assert job.status == Status.REJECTED
     assert job.message == f"The file name '{name}' cannot be used in a job directory; rename the file."
     assert not (Path(job.workdir) / "job.sh").exists(), "the script is written only after every file was accepted"
-
-
-@contextmanager
-def as_user(account: pwd.struct_passwd) -> Iterator[None]:
-    groups = os.getgroups()
-    os.setgroups([])
-    os.setegid(account.pw_gid)
-    os.seteuid(account.pw_uid)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-        os.setegid(0)
-        os.setgroups(groups)
 
 
 @pytest.fixture

@@ -1,0 +1,24 @@
+"""Someone already signed in who starts a campus sign-in the portal refuses (a shared lab computer, a
+second campus identity) stays signed in as before, and the refusal page shows it like every other page:
+their name and the Log out button.
+"""
+
+import requests
+
+from .conftest import PEOPLE, forms, post_form, sso_login
+
+
+def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(live_server, sso, course):
+    browser = requests.Session()
+    home = sso_login(live_server.url, sso.oidc, "student4", browser)
+    assert home.url == f"{live_server.url}/"
+    token = next(form for form in forms(home) if "csrfmiddlewaretoken" in form["data"])["data"]["csrfmiddlewaretoken"]
+
+    at_idp = browser.post(f"{live_server.url}{sso.saml.login_path}", data={"csrfmiddlewaretoken": token}, timeout=30)
+    assert at_idp.url.startswith(sso.saml.url), at_idp.url
+    answer = post_form(browser, at_idp, "password", username="visitor", password=PEOPLE["visitor"]["password"])
+    refused = post_form(browser, answer, "SAMLResponse")
+
+    assert refused.status_code == 403 and "not from a campus this portal serves" in refused.text
+    assert "Pat Four (student4)" in refused.text and "Log out" in refused.text
+    assert browser.get(f"{live_server.url}/", timeout=10).url == f"{live_server.url}/"

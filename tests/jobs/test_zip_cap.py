@@ -11,34 +11,16 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
-from jobs.models import Job, Status
-from tests.conftest import submit_form
+from jobs.models import Job
 from tests.http_helpers import page_messages
 
 MB = 1024 * 1024
 
 
 @pytest.fixture
-def job(client, student, assignment) -> Job:
-    client.force_login(student)
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
-    job = Job.objects.get()
-    Path(job.workdir).mkdir(parents=True)
-    now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(
-        status=Status.COMPLETED,
-        slurm_state="COMPLETED",
-        slurm_job_id="4343",
-        exit_code=0,
-        submitted_at=now,
-        started_at=now,
-        ended_at=now,
-        elapsed_seconds=2,
-    )
-    job.refresh_from_db()
-    return job
+def job(finished_job) -> Job:
+    return finished_job
 
 
 def write_files(job: Job, files: dict[str, bytes]) -> None:

@@ -76,6 +76,22 @@ def cancel_jobs_under(root: Path) -> None:
         subprocess.run(["scancel", *ours], capture_output=True, timeout=15, check=False)
 
 
+def job_row(user, assignment, **fields) -> Job:
+    """A Job row as the portal would hold it, made directly (no submission, no Slurm job): small
+    resources, no script, no job directory; `fields` override any of them."""
+    values = {
+        "run_as": user.netid,
+        "gpus": 0,
+        "cpus": 1,
+        "mem_mb": 100,
+        "minutes": 1,
+        "account": "cs101",
+        "script": "",
+        "workdir": "/nonexistent",
+    }
+    return Job.objects.create(user=user, assignment=assignment, **{**values, **fields})
+
+
 def make_user(username: str, netid: str | None = None, **extra):
     return get_user_model().objects.create_user(
         username=username, password="pw-" + username, netid=netid, first_name=username.title(), **extra

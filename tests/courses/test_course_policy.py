@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs.models import Job, Status
-from tests.conftest import make_user, submit_form
+from tests.conftest import job_row, make_user, submit_form
 
 
 def post_job(client, user, **form):
@@ -16,17 +16,11 @@ def post_job(client, user, **form):
 
 
 def past_job(user, assignment, *, gpus: int, hours: float, status=Status.COMPLETED) -> Job:
-    return Job.objects.create(
-        user=user,
-        assignment=assignment,
-        run_as=user.netid,
+    return job_row(
+        user,
+        assignment,
         gpus=gpus,
-        cpus=1,
-        mem_mb=100,
         minutes=60,
-        account="cs101",
-        script="",
-        workdir="/nonexistent",
         status=status,
         elapsed_seconds=int(hours * 3600),
     )

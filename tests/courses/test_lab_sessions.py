@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from clusterpolicy.selectors import lab_reservation_for
 from courses.models import LabSession
-from jobs.models import Job, Status
+from jobs.models import Status
+from tests.conftest import job_row
 
 SOON = timezone.now().replace(second=0, microsecond=0) + timedelta(days=1)
 
@@ -142,17 +143,11 @@ def test_students_see_that_a_lab_is_on_now(client, student, course):
 
 
 def test_the_job_page_says_the_job_runs_under_the_lab_reservation(client, student, assignment):
-    job = Job.objects.create(
-        user=student,
-        assignment=assignment,
-        run_as="student1",
+    job = job_row(
+        student,
+        assignment,
         gpus=1,
-        cpus=1,
-        mem_mb=100,
         minutes=5,
-        account="cs101",
-        script="",
-        workdir="/nonexistent",
         status=Status.RUNNING,
         reservation="lq-cs101-7",
     )

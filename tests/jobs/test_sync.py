@@ -8,6 +8,7 @@ import pytest
 from jobs import dispatch
 from jobs.models import Job, Status
 from slurm import runner
+from tests.conftest import job_row
 
 pytestmark = pytest.mark.slurm
 
@@ -17,17 +18,9 @@ def held_job(student, assignment) -> Job:
     name = f"lq-sync-{uuid.uuid4()}"
     argv = ["sbatch", "--parsable", "--hold", "--export=NONE", "--account=cs101", f"--job-name={name}"]
     slurm_id = runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
-    return Job.objects.create(
-        user=student,
-        assignment=assignment,
-        run_as="student1",
-        gpus=0,
-        cpus=1,
-        mem_mb=100,
-        minutes=1,
-        account="cs101",
-        script="",
-        workdir="/nonexistent",
+    return job_row(
+        student,
+        assignment,
         status=Status.PENDING,
         slurm_job_id=slurm_id,
     )

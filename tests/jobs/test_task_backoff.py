@@ -10,7 +10,7 @@ import slurm
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import job_dispatch, job_scancel
 from tests.behaviour_helpers import unreachable_controller
-from tests.conftest import submit_form
+from tests.conftest import job_row, submit_form
 
 pytestmark = pytest.mark.slurm
 
@@ -64,17 +64,9 @@ def test_the_submit_task_retries_with_backoff_and_the_job_stays_queued_saying_wh
 def test_the_cancel_task_retries_with_backoff_while_slurm_does_not_answer(
     student, assignment, retries_seen, dead_controller
 ):
-    job = Job.objects.create(
-        user=student,
-        assignment=assignment,
-        run_as="student1",
-        gpus=0,
-        cpus=1,
-        mem_mb=100,
-        minutes=1,
-        account="cs101",
-        script="",
-        workdir="/nonexistent",
+    job = job_row(
+        student,
+        assignment,
         status=Status.RUNNING,
         slurm_job_id="4242424",
         cancel_requested=True,

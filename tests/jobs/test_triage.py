@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from courses.models import Assignment
 from jobs.models import Job, Status
+from tests.conftest import job_row
 
 
 @pytest.fixture
@@ -18,32 +19,16 @@ def failures(client, student, classmate, assignment, course):
     jobs = []
     for user, task, key in rows:
         jobs.append(
-            Job.objects.create(
-                user=user,
-                assignment=task,
-                run_as=user.netid,
-                gpus=0,
-                cpus=1,
-                mem_mb=100,
-                minutes=1,
-                account="cs101",
-                script="",
-                workdir="/nonexistent",
+            job_row(
+                user,
+                task,
                 status=Status.FAILED,
                 explanation_key=key,
             )
         )
-    Job.objects.create(
-        user=student,
-        assignment=assignment,
-        run_as="student1",
-        gpus=0,
-        cpus=1,
-        mem_mb=100,
-        minutes=1,
-        account="cs101",
-        script="",
-        workdir="/nonexistent",
+    job_row(
+        student,
+        assignment,
         status=Status.COMPLETED,
     )
     return jobs

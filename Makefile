@@ -1,7 +1,9 @@
 # LabQueue: `make demo` runs the portal on a lab Slurm cluster; `make test` runs the suite.
 # Both work as root on a fresh Debian 12 machine: they install what is missing first.
 
-PYTHON ?= python3
+# Debian's own Python (3.11 on Debian 12, 3.13 on Debian 13): the portal's service account must be able
+# to run the virtualenv's interpreter, so it cannot live under a private home such as root's.
+PYTHON ?= /usr/bin/python3
 VENV := .venv
 PY := $(VENV)/bin/python
 TEST_DATABASE_URL ?= postgresql://labqueue:labqueue@127.0.0.1:5432/labqueue
@@ -48,7 +50,7 @@ services:
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	grep -qx "home = $(patsubst %/,%,$(dir $(PYTHON)))" $(VENV)/pyvenv.cfg 2>/dev/null || { rm -rf $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@

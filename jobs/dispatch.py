@@ -9,6 +9,7 @@ import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
@@ -19,14 +20,14 @@ from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
 from jobs.models import ACTIVE_IN_SLURM, Job, JobEvent, Status
 from jobs.services import job_transition
-from jobs.workdir import WorkdirError, staging_dir, workdir_prepare
+from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_prepare
 from slurm import reservations, states
 
 log = logging.getLogger(__name__)
 
 
 def job_dispatch(*, job_id: int) -> None:
-    """Send a queued job to Slurm. Raises slurm.SlurmUnavailable to be retried."""
+    """Send a queued job to Slurm. Raises slurm.SlurmUnavailable or WorkdirUnavailable to be retried."""
     job = Job.objects.select_related("assignment__course").get(pk=job_id)
     if job.status != Status.QUEUED:
         return
@@ -63,6 +64,11 @@ def job_dispatch(*, job_id: int) -> None:
             "will send it again automatically; there is nothing you need to do.",
         )
         raise
+    except (WorkdirUnavailable, SoftTimeLimitExceeded) as error:
+        reason = str(error) or "the worker ran out of time while sending it"
+        if not local_failure(job, reason=reason):
+            raise WorkdirUnavailable(reason) from error
+        return
     except (slurm.SlurmRejected, WorkdirError) as error:
         job_transition(
             job=job, to=Status.REJECTED, cause=f"Not accepted: {error}", message=str(error), ended_at=timezone.now()
@@ -81,6 +87,34 @@ def job_dispatch(*, job_id: int) -> None:
     )
     if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
         job_scancel_enqueue(job.pk)
+
+
+def local_failure(job: Job, *, reason: str) -> bool:
+    """Count a dispatch that failed on the portal's side. The job goes back to the queue to be sent
+    again, or, after LABQUEUE_DISPATCH_LOCAL_FAILURES of them, is refused with the reason. True when
+    refused."""
+    Job.objects.filter(pk=job.pk).update(local_failures=F("local_failures") + 1)
+    failures = Job.objects.values_list("local_failures", flat=True).get(pk=job.pk)
+    if failures < settings.LABQUEUE_DISPATCH_LOCAL_FAILURES:
+        job_transition(
+            job=job,
+            to=Status.QUEUED,
+            cause=f"Sending failed on the portal's side ({reason}); it will be sent again.",
+            message="The portal could not send your job yet; it will try again automatically.",
+        )
+        return False
+    log.error("Job %s refused after %s local dispatch failures, the last: %s", job.pk, failures, reason)
+    job_transition(
+        job=job,
+        to=Status.REJECTED,
+        cause=f"Refused after {failures} failures on the portal's side; the last: {reason}",
+        message=f"The portal tried {failures} times to send your job to the cluster and failed each time "
+        f"({reason}). This is a fault on the portal's side, not in your job, and the operators can see it "
+        "in the worker's log. Press Retry later; if it fails again, tell your TA.",
+        ended_at=timezone.now(),
+    )
+    _store_explanation(job)
+    return True
 
 
 def _job_files(job: Job) -> list[tuple[str, Path]]:
@@ -178,10 +212,13 @@ def jobs_requeue_stale() -> int:
     """Re-send jobs whose submit task was lost (broker restart, worker crash)."""
     cutoff = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
     stuck = Job.objects.filter(status=Status.SUBMITTING, updated_at__lt=cutoff)
-    for job in stuck:
-        job_transition(job=job, to=Status.QUEUED, cause="The submission was interrupted; checking again.")
+    interrupted = [
+        job.pk
+        for job in stuck
+        if not local_failure(job, reason="the submission was interrupted: the worker stopped while sending it")
+    ]
     stale = list(Job.objects.filter(status=Status.QUEUED, updated_at__lt=cutoff).values_list("pk", flat=True))
-    for pk in stale:
+    for pk in interrupted + stale:
         Job.objects.filter(pk=pk).update(updated_at=timezone.now())
         job_dispatch_enqueue(pk)
     return len(stale)

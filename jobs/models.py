@@ -63,6 +63,8 @@ class Job(models.Model):
     exit_signal = models.IntegerField(null=True, blank=True)
     message = models.TextField(blank=True, help_text="What the portal or Slurm last said about this job.")
     submit_attempts = models.PositiveSmallIntegerField(default=0)
+    # Dispatches that failed on the portal's side (jobs.dispatch.local_failure); enough of them refuse the job.
+    local_failures = models.PositiveSmallIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
     cancelled_by = models.CharField(max_length=64, blank=True, help_text="Who Slurm says cancelled it.")
     explanation_key = models.CharField(max_length=64, blank=True, db_index=True)

@@ -10,6 +10,7 @@ from celery import shared_task
 
 from clusterpolicy import labs
 from jobs import dispatch
+from jobs.workdir import WorkdirUnavailable
 from slurm import SlurmUnavailable
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ def _backoff(retries: int) -> int:
 def job_dispatch(self, job_id: int) -> None:
     try:
         dispatch.job_dispatch(job_id=job_id)
-    except SlurmUnavailable as error:
+    except (SlurmUnavailable, WorkdirUnavailable) as error:
         raise self.retry(exc=error, countdown=_backoff(self.request.retries))
 
 

@@ -1,17 +1,38 @@
-"""Making a job's working directory on the cluster file system (worker side only)."""
+"""Making a job's working directory on the cluster file system (worker side only).
 
+The worker never writes into a student's directory itself. It packs the script and the job's files
+into a tar and hands it to the job-directory helper (scripts/labqueue-jobdir, installed at
+LABQUEUE_JOBDIR_HELPER), which runs AS THE STUDENT through the run-as prefix (`sudo -n -u {user}`),
+so whatever the student does to their own directory meanwhile can only ever reach their own files.
+"""
+
+import io
 import os
 import pwd
 import shutil
+import stat
+import tarfile
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
 
+import slurm
 from courses.scripting import PORTAL_FILE_NAMES, SCRIPT_NAME
+from slurm import runner
+
+#: Exit status of the helper when it refuses (its message is for the student).
+HELPER_REFUSED = 3
 
 
 class WorkdirError(Exception):
-    """The job directory could not be prepared; the message is for the student."""
+    """The job directory could not be prepared, for a reason a retry cannot change; the message is for
+    the student."""
+
+
+class WorkdirUnavailable(Exception):
+    """The portal's side failed (the helper timed out or could not be run): a retry may help, and an
+    operator may have to look. The message is for the student and the operator."""
 
 
 def job_workdir(*, netid: str, job_uuid: str) -> Path:
@@ -24,48 +45,59 @@ def staging_dir(job_uuid: str) -> Path:
 
 
 def workdir_prepare(*, workdir: str, netid: str, script: str, files: list[tuple[str, Path]]) -> str:
-    """Create the directory owned by the student, write the script and copy files in.
+    """Create the job directory as the student, write the script and copy the files in.
 
     Returns the script's path. Idempotent: a second call rewrites the same content.
     """
     try:
-        account = pwd.getpwnam(netid)
+        pwd.getpwnam(netid)
     except KeyError:
         raise WorkdirError(
             f"The cluster has no account named '{netid}', so the job cannot run as you. "
             "Ask the course staff or research computing to create your cluster account."
         )
-    root = Path(workdir)
-    try:
-        for directory in (root.parent, root):
-            directory.mkdir(mode=0o750, parents=True, exist_ok=True)
-            if directory.is_symlink():
-                raise WorkdirError("The job directory is a symbolic link; refusing to use it.")
-            _own(directory, account)
+    root = Path(workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
+    with tempfile.TemporaryFile() as archive:
+        _pack(archive, script=script, files=files)
+        archive.seek(0)
+        helper = [settings.LABQUEUE_JOBDIR_HELPER, "prepare", str(root.parent.parent), netid, root.name]
+        try:
+            runner.run(helper, run_as=netid, stdin=archive, timeout=settings.LABQUEUE_JOBDIR_TIMEOUT)
+        except slurm.SlurmRejected as refusal:
+            raise WorkdirError(str(refusal)) from refusal
+        except slurm.SlurmUnavailable as error:
+            raise WorkdirUnavailable(f"the job directory could not be prepared: {error}") from error
+    return str(root / SCRIPT_NAME)
+
+
+def _pack(archive, *, script: str, files: list[tuple[str, Path]]) -> None:
+    """The tar the helper unpacks: the job's files, then the script. Sources are the portal's own files
+    (starter files and staged uploads), read without following symlinks."""
+    with tarfile.open(fileobj=archive, mode="w") as tar:
         for name, source in files:
             if name in PORTAL_FILE_NAMES or "/" in name or name.startswith("."):
                 raise WorkdirError(f"The file name '{name}' cannot be used in a job directory; rename the file.")
-            with open(source, "rb") as handle:
-                _write(root / name, handle.read(), account)
-        script_path = root / SCRIPT_NAME
-        _write(script_path, script.encode(), account)
+            _add(tar, name, _read_regular(source))
+        _add(tar, SCRIPT_NAME, script.encode())
+
+
+def _read_regular(source: Path) -> bytes:
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
-        raise WorkdirError(f"The portal could not prepare the job directory ({error.strerror}).")
-    return str(script_path)
+        raise WorkdirError(f"The file '{source.name}' could not be read ({error.strerror}); upload it again.")
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise WorkdirError(f"'{source.name}' is not a regular file; upload it again.")
+        return handle.read()
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    member = tarfile.TarInfo(name)
+    member.size = len(data)
+    member.mode = 0o640
+    tar.addfile(member, io.BytesIO(data))
 
 
 def staging_clear(job_uuid: str) -> None:
     shutil.rmtree(staging_dir(job_uuid), ignore_errors=True)
-
-
-def _write(path: Path, data: bytes, account: pwd.struct_passwd) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    fd = os.open(path, flags, 0o640)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    _own(path, account)
-
-
-def _own(path: Path, account: pwd.struct_passwd) -> None:
-    if os.geteuid() == 0:
-        os.chown(path, account.pw_uid, account.pw_gid, follow_symlinks=False)

@@ -155,6 +155,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Every task has a time limit: at the soft limit the task is told (SoftTimeLimitExceeded) and tidies
+# up; at the hard limit its process is killed and replaced, so nothing can hold a worker forever.
+# A dispatch cut short counts as a local failure (LABQUEUE_DISPATCH_LOCAL_FAILURES).
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("LABQUEUE_TASK_SOFT_SECONDS", 240)
+CELERY_TASK_TIME_LIMIT = env_int("LABQUEUE_TASK_HARD_SECONDS", 300)
 LABQUEUE_SYNC_SECONDS = env_int("LABQUEUE_SYNC_SECONDS", 5)
 # How often the worker reconciles Slurm's associations with the course policies (LABQUEUE_SLURM_SYNC_SECONDS
 # is the old name of the setting, still read).
@@ -185,10 +190,19 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Slurm and the job directories.
-SLURM_RUN_AS_PREFIX = env("LABQUEUE_SLURM_RUN_AS_PREFIX", "runuser -u {user} --")
+# How the worker (an unprivileged service account) runs a command as the student; see
+# deploy/sudoers.labqueue for the matching rule.
+SLURM_RUN_AS_PREFIX = env("LABQUEUE_SLURM_RUN_AS_PREFIX", "sudo -n -u {user}")
 SLURM_COMMAND_TIMEOUT = env_int("LABQUEUE_SLURM_TIMEOUT", 30)
 SLURM_BIN_DIR = env("LABQUEUE_SLURM_BIN_DIR")
 LABQUEUE_JOB_ROOT = Path(env("LABQUEUE_JOB_ROOT", "/var/lib/labqueue/jobs"))
+# The job-directory helper (scripts/labqueue-jobdir, installed root-owned), run as the student.
+LABQUEUE_JOBDIR_HELPER = env("LABQUEUE_JOBDIR_HELPER", "/usr/local/libexec/labqueue-jobdir")
+LABQUEUE_JOBDIR_TIMEOUT = env_int("LABQUEUE_JOBDIR_TIMEOUT", 60)
+# A job whose dispatch failed this many times for a reason on the portal's side (the helper timed
+# out or could not run, the worker died or was killed mid-dispatch) is refused with the reason
+# instead of being sent again forever. A cluster that does not answer is not counted.
+LABQUEUE_DISPATCH_LOCAL_FAILURES = env_int("LABQUEUE_DISPATCH_LOCAL_FAILURES", 3)
 LABQUEUE_UPLOAD_MAX_BYTES = env_int("LABQUEUE_UPLOAD_MAX_BYTES", 10 * 1024 * 1024)
 LABQUEUE_LOG_TAIL_BYTES = env_int("LABQUEUE_LOG_TAIL_BYTES", 16 * 1024)
 LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)

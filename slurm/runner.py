@@ -17,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from typing import BinaryIO
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ from .records import check_username
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_RUN_AS_PREFIX = "runuser -u {user} --"
+DEFAULT_RUN_AS_PREFIX = "sudo -n -u {user}"
 DEFAULT_TIMEOUT = 30.0
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -113,8 +114,11 @@ def run(
     timeout: float | None = None,
     run_as: str | None = None,
     env_extra: dict[str, str] | None = None,
+    stdin: BinaryIO | None = None,
 ) -> str:
-    """Run one Slurm command and return its stdout.
+    """Run one Slurm command (or the job-directory helper) and return its stdout.
+
+    ``stdin`` is an open file (with a descriptor) the command reads; by default it reads nothing.
 
     Raises SlurmUnavailable (no answer, timeout, missing binary) or SlurmRejected.
     """
@@ -128,7 +132,7 @@ def run(
     started = time.monotonic()
     returncode: int | None = None
     try:
-        returncode, stdout, stderr = _execute(full, timeout, build_env(env_extra))
+        returncode, stdout, stderr = _execute(full, timeout, build_env(env_extra), stdin)
     except OSError as exc:  # missing or not executable: the deployment is broken
         logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
         raise SlurmUnavailable(
@@ -157,7 +161,7 @@ def run(
     return stdout
 
 
-def _execute(argv: list[str], timeout: float, env: dict[str, str]) -> tuple[int, str, str]:
+def _execute(argv: list[str], timeout: float, env: dict[str, str], stdin: BinaryIO | None) -> tuple[int, str, str]:
     """subprocess.run, but a timeout kills the whole process group.
 
     With a run-as prefix the Slurm tool is a grandchild; killing only the direct
@@ -165,7 +169,7 @@ def _execute(argv: list[str], timeout: float, env: dict[str, str]) -> tuple[int,
     """
     with subprocess.Popen(
         argv,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         encoding="utf-8",

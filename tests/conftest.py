@@ -1,12 +1,16 @@
 """Personas, a course with an assignment, and helpers to drive jobs on the real lab cluster.
 
 Jobs really run: the lab cluster (scripts/labcluster) must be up; `make test` brings it up.
-Each test that uses the database gets its own job root under /var/lib/labqueue/test-jobs,
-readable by the students' POSIX accounts. Pure tests (parsers, scripting, policy plans) use no
+Each test that uses the database gets its own job root under /var/lib/labqueue/test-jobs, set up
+like a production one (README, "Privilege model"): owned by root, group labqueue, mode 3753, so
+students make their own directories in it (through the job-directory helper, as themselves) and
+the portal's service account can read them. Pure tests (parsers, scripting, policy plans) use no
 database (pytest-django refuses them one) and get no job root: they run without root and without
 the cluster.
 """
 
+import filecmp
+import grp
 import os
 import shutil
 import subprocess
@@ -22,6 +26,7 @@ from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
 
 JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
+REPO = Path(__file__).resolve().parent.parent
 
 ECHO_SCRIPT = """\
 echo "user=$(whoami)"
@@ -44,16 +49,31 @@ def _uses_database(request: pytest.FixtureRequest) -> bool:
     )
 
 
+@pytest.fixture(scope="session")
+def jobdir_helper() -> str:
+    """The job-directory helper the sudoers rule names, the same as this checkout's (installed again when
+    it was edited since scripts/labcluster put it there)."""
+    installed = "/usr/local/libexec/labqueue-jobdir"
+    source = REPO / "scripts" / "labqueue-jobdir"
+    if not os.path.exists(installed) or not filecmp.cmp(source, installed, shallow=False):
+        shutil.copyfile(source, installed)
+        os.chmod(installed, 0o755)
+    return installed
+
+
 @pytest.fixture(autouse=True)
 def job_root(request: pytest.FixtureRequest, tmp_path):
     if not _uses_database(request):  # a pure test: no job can be made, no root needed
         yield None
         return
     settings = request.getfixturevalue("settings")
+    settings.LABQUEUE_JOBDIR_HELPER = request.getfixturevalue("jobdir_helper")
     JOB_ROOT_BASE.mkdir(parents=True, exist_ok=True)
     os.chmod(JOB_ROOT_BASE, 0o755)
     root = JOB_ROOT_BASE / uuid.uuid4().hex[:12]
-    root.mkdir(mode=0o755)
+    root.mkdir()
+    os.chown(root, 0, grp.getgrnam("labqueue").gr_gid)
+    os.chmod(root, 0o3753)
     settings.LABQUEUE_JOB_ROOT = root
     settings.MEDIA_ROOT = tmp_path / "media"
     yield root

@@ -44,16 +44,13 @@ def test_a_job_a_crashed_worker_left_submitting_is_adopted_by_name_by_the_sweep_
     make_stale(sent_job)
 
     with tasks_run_in_process():
-        jobs_sync()  # the beat's periodic task: puts the interrupted job back in the queue
-        job = Job.objects.get(pk=sent_job.pk)
-        assert job.status == Status.QUEUED
-        make_stale(job)
-        jobs_sync()  # ...and a later sweep sends it again through the submit task
+        jobs_sync()  # the beat's periodic task: puts the interrupted job back in the queue and sends it again
 
-    job.refresh_from_db()
+    job = Job.objects.get(pk=sent_job.pk)
     assert slurm_job_ids(job.slurm_name) == {slurm_id}, "Slurm must hold exactly one job with this name"
     assert job.status == Status.PENDING and job.slurm_job_id == slurm_id
     assert job.submit_attempts == 1, "no second sbatch"
+    assert job.local_failures == 1, "an interrupted submission counts against the job's local-failure limit"
     assert JobEvent.objects.filter(job=job, to_status=Status.PENDING).count() == 2, "accepted, then adopted"
     assert wait_for_status(job, Status.COMPLETED).exit_code == 0
 

@@ -35,7 +35,8 @@ def test_the_sweep_requeues_a_long_interrupted_sending_and_leaves_one_in_progres
     in_progress.refresh_from_db()
     assert interrupted.status == Status.QUEUED
     page = client.get(reverse("jobs:job-detail", args=[interrupted.uuid])).content.decode()
-    assert "<td>The submission was interrupted; checking again.</td>" in page
+    assert "the submission was interrupted: the worker stopped while sending it); it will be sent again.</td>" in page
+    assert interrupted.local_failures == 1
     assert in_progress.status == Status.SUBMITTING
     assert not JobEvent.objects.filter(job=in_progress, from_status=Status.SUBMITTING).exists()
 

@@ -1,15 +1,11 @@
-"""Preparing a job's directory: refusals that end the job before Slurm is asked, and a worker that does
-not run as root.
+"""Preparing a job's directory: refusals that end the job before Slurm is asked (the worker running as
+the service account is in tests/security/test_worker_attacks.py).
 
 SLURM_BIN_DIR points at an empty folder, so even a wrong behaviour cannot submit anything to the lab
 cluster; the tests check that no Slurm command was tried at all.
 """
 
-import os
 import pwd
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,10 +15,8 @@ from django.urls import reverse
 from courses.models import Role, StarterFile
 from jobs.dispatch import job_dispatch
 from jobs.models import Job, Status
-from jobs.workdir import WorkdirError, workdir_prepare
 from slurm import runner
-from tests.behaviour_helpers import as_user
-from tests.conftest import JOB_ROOT_BASE, make_user, submit_form
+from tests.conftest import make_user, submit_form
 
 
 @pytest.fixture
@@ -74,48 +68,3 @@ def test_a_starter_file_with_a_name_the_job_directory_cannot_take_refuses_the_jo
     assert job.status == Status.REJECTED
     assert job.message == f"The file name '{name}' cannot be used in a job directory; rename the file."
     assert not (Path(job.workdir) / "job.sh").exists(), "the script is written only after every file was accepted"
-
-
-@pytest.fixture
-def worker_owned_root() -> Iterator[Path]:
-    """A job root the unprivileged worker owns (pytest's tmp_path is private to root)."""
-    JOB_ROOT_BASE.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(dir=JOB_ROOT_BASE))
-    root.chmod(0o755)
-    worker = pwd.getpwnam("nobody")
-    os.chown(root, worker.pw_uid, worker.pw_gid)
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def test_a_worker_not_running_as_root_prepares_the_directory_as_itself_without_changing_owners(
-    worker_owned_root: Path,
-):
-    worker = pwd.getpwnam("nobody")
-    own_root = worker_owned_root
-    source = own_root / "data.csv"
-    source.write_text("a,b\n1,2\n")
-    source.chmod(0o644)
-    workdir = own_root / "student1" / "0f8e"
-
-    with as_user(worker):
-        script = workdir_prepare(
-            workdir=str(workdir), netid="student1", script="echo hi\n", files=[("data.csv", source)]
-        )
-
-    assert script == str(workdir / "job.sh")
-    assert Path(script).read_text() == "echo hi\n" and (workdir / "data.csv").read_text() == "a,b\n1,2\n"
-    for path in (workdir.parent, workdir, workdir / "job.sh", workdir / "data.csv"):
-        assert path.stat().st_uid == worker.pw_uid, f"{path} keeps the worker as its owner"
-
-
-def test_a_worker_that_may_not_write_under_the_job_root_gets_a_message_for_the_student(worker_owned_root: Path):
-    root_owned = worker_owned_root / "root-owned"
-    root_owned.mkdir(mode=0o755)  # owned by root: the unprivileged worker may not create folders in it
-
-    with as_user(pwd.getpwnam("nobody")), pytest.raises(WorkdirError) as caught:
-        workdir_prepare(workdir=str(root_owned / "student1" / "0f8e"), netid="student1", script="echo hi\n", files=[])
-
-    assert str(caught.value) == "The portal could not prepare the job directory (Permission denied)."

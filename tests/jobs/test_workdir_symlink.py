@@ -1,8 +1,11 @@
-"""The worker makes a job directory owned by the student and refuses one that is a symbolic link.
+"""The job-directory helper, run as the student, makes a job directory owned by the student and readable
+by the portal's group, and refuses one that is a symbolic link.
 
 The refusal happens before sbatch, so these tests need no cluster: jobs are submitted through the
 view and sent with `job_dispatch` (what the Celery submit task runs); the POSIX user student1 must exist.
 """
+
+import grp
 
 import os
 import pwd
@@ -31,7 +34,8 @@ def assert_refused_before_sbatch(client, job: Job, commands) -> None:
     assert job.status == Status.REJECTED
     assert "symbolic link" in job.message
     assert job.slurm_job_id == "" and job.submitted_at is None
-    assert [command.tool for command in commands] == [], "no Slurm command, above all no sbatch"
+    assert [command.tool for command in commands] == ["labqueue-jobdir"], "the helper refused: no sbatch"
+    assert commands[0].run_as == "student1", "the helper ran as the student"
     assert job.events.filter(to_status=Status.REJECTED, cause__contains="symbolic link").exists()
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "symbolic link" in page
@@ -43,7 +47,9 @@ def test_a_job_directory_swapped_for_a_symlink_is_refused_and_nothing_is_written
     job = submitted(client, student)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o755)
-    Path(job.workdir).parent.mkdir(parents=True)
+    Path(job.workdir).parent.mkdir()  # the student's own directory, made by an earlier job
+    student_account = pwd.getpwnam("student1")
+    os.chown(Path(job.workdir).parent, student_account.pw_uid, student_account.pw_gid)
     os.symlink(elsewhere, job.workdir)
 
     with command_log() as commands:
@@ -80,13 +86,15 @@ def test_a_prepared_job_directory_and_its_files_belong_to_the_student(client, st
 
     script = workdir_prepare(workdir=job.workdir, netid=job.run_as, script=job.script, files=staged)
 
-    account = pwd.getpwnam("student1")
+    account, portal_group = pwd.getpwnam("student1"), grp.getgrnam("labqueue")
     workdir = Path(job.workdir)
     assert workdir == job_root / "student1" / str(job.uuid)
     assert script == str(workdir / SCRIPT_NAME)
     for path in (workdir.parent, workdir, workdir / SCRIPT_NAME, workdir / "data.csv"):
         info = os.lstat(path)
-        assert (info.st_uid, info.st_gid) == (account.pw_uid, account.pw_gid), path
+        assert (info.st_uid, info.st_gid) == (account.pw_uid, portal_group.gr_gid), path
     assert (workdir / "data.csv").read_bytes() == b"a,b\n1,2\n"
     assert (workdir / SCRIPT_NAME).read_text() == job.script
-    assert os.stat(workdir).st_mode & 0o777 == 0o750
+    for directory in (workdir.parent, workdir):
+        assert os.stat(directory).st_mode & 0o7777 == 0o2750, "the student's, readable by the portal only"
+    assert os.stat(workdir / "data.csv").st_mode & 0o777 == 0o640

@@ -6,12 +6,14 @@ through services.job_transition (compare-and-set), so a duplicated or replayed t
 
 import dataclasses
 import logging
+import os
+import socket
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 import slurm
@@ -31,7 +33,9 @@ def job_dispatch(*, job_id: int) -> None:
     job = Job.objects.select_related("assignment__course").get(pk=job_id)
     if job.status != Status.QUEUED:
         return
-    if not job_transition(job=job, to=Status.SUBMITTING, cause="Sending the job to the cluster."):
+    if not job_transition(
+        job=job, to=Status.SUBMITTING, cause="Sending the job to the cluster.", dispatch_owner=_this_process()
+    ):
         return
     try:
         slurm_id = slurm.find_by_name(job.slurm_name) if job.submit_attempts else None
@@ -175,7 +179,6 @@ def jobs_sync() -> int:
         return 0
     live = slurm.queue()
     now = timezone.now()
-    Job.objects.filter(pk__in=[job.pk for job in active]).update(checked_at=now)
     finished = []
     for job in active:
         entry = live.get(job.slurm_job_id)
@@ -183,13 +186,17 @@ def jobs_sync() -> int:
             finished.append(job)
             continue
         target = Status.RUNNING if states.is_running(entry.state) else Status.PENDING
-        fields = _live_fields(entry)
+        fields = {**_live_fields(entry), "checked_at": now, "left_queue_at": None}
         if target != job.status:
             job_transition(job=job, to=target, cause=f"Slurm reports {entry.state}.", **fields)
         else:
             Job.objects.filter(pk=job.pk, status=job.status).update(**fields)
     if finished:
+        # Left the queue: finished, but how is known only from sacct. Until it answers the job is
+        # neither "running" nor done, and its check time stays old so the page says so.
+        Job.objects.filter(pk__in=[job.pk for job in finished], left_queue_at=None).update(left_queue_at=now)
         records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished])
+        Job.objects.filter(pk__in=[job.pk for job in finished]).update(checked_at=now)
         for job in finished:
             record = records.get(job.slurm_job_id)
             target = _final_status(record.state) if record else None
@@ -208,20 +215,49 @@ def _store_explanation(job: Job) -> None:
         job.explanation_key = explanation.key
 
 
+def _this_process() -> str:
+    """Who is sending a job: host and process id, so a sweep on the same host can tell it died."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _dead_here(owner: str) -> bool:
+    """The owner is a process of this host that no longer exists (a worker that was killed)."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another account's
+    return False
+
+
 def jobs_requeue_stale() -> int:
-    """Re-send jobs whose submit task was lost (broker restart, worker crash)."""
+    """Re-send jobs whose submit task was lost (broker down when it was sent, broker restart, worker
+    crash). A job whose sending process died on this host, or whose task could not be sent, is sent
+    again at once; any other only once it has waited LABQUEUE_RESUBMIT_AFTER_SECONDS."""
     cutoff = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
-    stuck = Job.objects.filter(status=Status.SUBMITTING, updated_at__lt=cutoff)
+    submitting = Job.objects.filter(status=Status.SUBMITTING)
+    stuck = [job for job in submitting if job.updated_at < cutoff or _dead_here(job.dispatch_owner)]
     interrupted = [
         job.pk
         for job in stuck
         if not local_failure(job, reason="the submission was interrupted: the worker stopped while sending it")
     ]
-    stale = list(Job.objects.filter(status=Status.QUEUED, updated_at__lt=cutoff).values_list("pk", flat=True))
+    stale = list(
+        Job.objects.filter(Q(updated_at__lt=cutoff) | Q(enqueue_failed=True), status=Status.QUEUED)
+        .exclude(pk__in=interrupted)
+        .values_list("pk", flat=True)
+    )
     for pk in interrupted + stale:
         Job.objects.filter(pk=pk).update(updated_at=timezone.now())
         job_dispatch_enqueue(pk)
-    return len(stale)
+    cancels = Job.objects.filter(enqueue_failed=True, cancel_requested=True, status__in=ACTIVE_IN_SLURM)
+    for pk in cancels.values_list("pk", flat=True):
+        job_scancel_enqueue(pk)
+    return len(interrupted) + len(stale)
 
 
 def jobs_leave_ended_labs() -> int:

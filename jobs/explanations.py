@@ -13,7 +13,7 @@ from django.conf import settings
 
 from courses.hints import hints_matching
 from jobs import files
-from jobs.models import Job, Status
+from jobs.models import ACTIVE_IN_SLURM, Job, Status
 
 
 @dataclass(frozen=True)
@@ -420,6 +420,11 @@ def hint_messages(job: Job, lines: list[str]) -> list[str]:
 
 def status_text(job: Job) -> str:
     """One sentence for the job page: what is happening now."""
+    if job.status in ACTIVE_IN_SLURM and job.left_queue_at:
+        return (
+            "Your job has left the cluster's queue: it has finished or was stopped. The portal is waiting "
+            "for the cluster's accounting to confirm how it ended."
+        )
     if job.status == Status.PENDING:
         explanation = explain(job)
         where = f" Position {job.queue_position} in the queue." if job.queue_position else ""
@@ -436,6 +441,8 @@ def status_text(job: Job) -> str:
     if job.status == Status.CANCELLED:
         return "The job was cancelled."
     if job.status == Status.REJECTED:
+        if job.local_failures >= settings.LABQUEUE_DISPATCH_LOCAL_FAILURES:
+            return job.message  # refused by the portal, which says why
         return f"The cluster refused this job: {job.message}"
     signal = f", signal {job.exit_signal}" if job.exit_signal else ""
     return f"The job ended with Slurm state {job.slurm_state} (exit code {job.exit_code}{signal})."

@@ -65,6 +65,10 @@ class Job(models.Model):
     submit_attempts = models.PositiveSmallIntegerField(default=0)
     # Dispatches that failed on the portal's side (jobs.dispatch.local_failure); enough of them refuse the job.
     local_failures = models.PositiveSmallIntegerField(default=0)
+    # A task for this job could not be sent (the broker was down): the sweep sends it without waiting.
+    enqueue_failed = models.BooleanField(default=False)
+    # "host:pid" of the worker process sending the job (jobs.dispatch), to recover it at once if that dies.
+    dispatch_owner = models.CharField(max_length=200, blank=True)
     cancel_requested = models.BooleanField(default=False)
     cancelled_by = models.CharField(max_length=64, blank=True, help_text="Who Slurm says cancelled it.")
     explanation_key = models.CharField(max_length=64, blank=True, db_index=True)
@@ -99,6 +103,9 @@ class Job(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     elapsed_seconds = models.PositiveIntegerField(null=True, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True, help_text="Last time Slurm answered about it.")
+    left_queue_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it left Slurm's queue while its final state was not known yet."
+    )
 
     class Meta:
         ordering = ["-created_at"]

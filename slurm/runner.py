@@ -17,9 +17,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from typing import BinaryIO
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from django.conf import settings
 

@@ -6,7 +6,6 @@ view and sent with `job_dispatch` (what the Celery submit task runs); the POSIX 
 """
 
 import grp
-
 import os
 import pwd
 from pathlib import Path

@@ -9,15 +9,24 @@ take `transactional_db`.
 
 import os
 import pwd
+import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import requests
+from django.conf import settings as django_settings
 from django.db import connection
+from django.test import Client
 
 SERVICE_ACCOUNT = "labqueue"
 REPO = Path(__file__).resolve().parent.parent
@@ -88,3 +97,107 @@ def dispatch_as_service_account(job_id: int, settings, **env: str) -> subprocess
     )
     assert result.returncode == 0, result.stderr
     return result
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "ab") as handle:
+        return subprocess.Popen(
+            argv, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    """Stop a process and everything it started (its own session)."""
+    try:
+        os.killpg(process.pid, sig)
+        process.wait(timeout=20)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
+
+
+@dataclass
+class Portal:
+    """Portal processes running as the service account, and their logs."""
+
+    settings: object
+    logs: Path
+    env: dict[str, str]
+    base: str = ""
+    web: subprocess.Popen | None = None
+    workers: list[subprocess.Popen] = field(default_factory=list)
+
+    def start_worker(self, **env: str) -> subprocess.Popen:
+        bin_dir = Path(sys.executable).parent
+        argv = [str(bin_dir / "celery"), "-A", "portal", "worker", "--concurrency=1", "--without-mingle"]
+        argv += ["--without-gossip", "--loglevel=INFO", f"--hostname=w{len(self.workers)}@%h"]
+        worker = _start(service_argv(*argv), {**self.env, **env}, self.logs / "worker.log")
+        self.workers.append(worker)
+        return worker
+
+    def browser_for(self, user) -> requests.Session:
+        """A browser signed in as `user` (a session stored in the database the web server reads)."""
+        login = Client()
+        login.force_login(user)
+        browser = requests.Session()
+        name = django_settings.SESSION_COOKIE_NAME
+        browser.cookies.set(name, login.cookies[name].value)
+        return browser
+
+    def submit(
+        self, browser: requests.Session, course: str, assignment: str, data: dict, files=()
+    ) -> requests.Response:
+        page = browser.get(f"{self.base}/courses/{course}/assignments/{assignment}/", timeout=30)
+        assert page.status_code == 200, page.text[:2000]
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        return browser.post(
+            f"{self.base}/jobs/submit/{course}/{assignment}/",
+            data={**data, "csrfmiddlewaretoken": token},
+            files=list(files),
+            headers={"Referer": page.url},
+            timeout=30,
+            allow_redirects=False,
+        )
+
+    def server_errors(self) -> list[str]:
+        """Lines of the web server's access log that answered HTTP 500."""
+        text = (self.logs / "web.log").read_text(errors="replace")
+        return [line for line in text.splitlines() if re.search(r'" 5\d\d ', line)]
+
+
+@contextmanager
+def running_portal(settings, logs: Path, *, workers: int = 1, **env: str) -> Iterator[Portal]:
+    """gunicorn and Celery workers as `labqueue`, on this test's database, broker and job root."""
+    portal = Portal(settings=settings, logs=logs, env=service_env(settings, **env))
+    port = free_port()
+    bin_dir = Path(sys.executable).parent
+    web_argv = [str(bin_dir / "gunicorn"), "portal.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    web_argv += ["--workers", "2", "--access-logfile", "-"]
+    portal.web = _start(service_argv(*web_argv), portal.env, logs / "web.log")
+    for _ in range(workers):
+        portal.start_worker()
+    portal.base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(portal.base + "/", timeout=10)
+                break
+            except requests.RequestException:
+                assert time.monotonic() < deadline, (logs / "web.log").read_text()
+                time.sleep(0.2)
+        yield portal
+    finally:
+        for process in [portal.web, *portal.workers]:
+            stop(process)
+        for name in ("web.log", "worker.log"):
+            if (logs / name).exists():
+                print(f"--- {name}\n" + (logs / name).read_text(errors="replace")[-4000:])

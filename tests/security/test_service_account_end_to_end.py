@@ -9,93 +9,28 @@ import grp
 import io
 import os
 import pwd
-import re
-import signal
-import socket
 import subprocess
-import sys
 import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
-from django.conf import settings as django_settings
-from django.test import Client
 
 from jobs.models import Job, Status
 from portal.celery import app
 from tests.conftest import submit_form
 from tests.http_helpers import celery_queue_clear
-from tests.service_account import REPO, service_argv, service_env, service_media  # noqa: F401 (a fixture)
+from tests.service_account import Portal, running_portal, service_media  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    handle = open(log, "wb")
-    return subprocess.Popen(argv, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 @pytest.fixture
-def portal_as_service_account(settings, tmp_path) -> Iterator[str]:
-    """gunicorn and a Celery worker as `labqueue`, on this test's database, broker and job root."""
+def portal(settings, tmp_path) -> Iterator[Portal]:
     celery_queue_clear()
-    port = free_port()
-    env = service_env(settings)
-    bin_dir = Path(sys.executable).parent
-    web = start(
-        service_argv(
-            str(bin_dir / "gunicorn"), "portal.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "2"
-        ),
-        env,
-        tmp_path / "web.log",
-    )
-    worker = start(
-        service_argv(
-            str(bin_dir / "celery"),
-            "-A",
-            "portal",
-            "worker",
-            "--concurrency=1",
-            "--without-mingle",
-            "--without-gossip",
-            "--loglevel=INFO",
-            "--hostname=e2e@%h",
-        ),
-        env,
-        tmp_path / "worker.log",
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(base + "/", timeout=10)
-                break
-            except requests.RequestException:
-                assert time.monotonic() < deadline, (tmp_path / "web.log").read_text()
-                time.sleep(0.2)
-        yield base
-    finally:
-        stop(web)
-        stop(worker)
-        print((tmp_path / "web.log").read_text()[-3000:], (tmp_path / "worker.log").read_text()[-5000:])
+    with running_portal(settings, tmp_path) as running:
+        yield running
 
 
 def processes_of(user: str) -> list[str]:
@@ -104,28 +39,14 @@ def processes_of(user: str) -> list[str]:
 
 
 def test_a_job_goes_from_browser_to_cluster_to_download_with_every_portal_process_unprivileged(
-    student, assignment, job_root, portal_as_service_account
+    student, assignment, job_root, portal
 ):
-    base = portal_as_service_account
+    base = portal.base
     assert any("gunicorn" in line for line in processes_of("labqueue")), "the web server runs as labqueue"
     assert any("celery" in line for line in processes_of("labqueue")), "the worker runs as labqueue"
-    browser = requests.Session()
-    login = Client()
-    login.force_login(student)  # a signed-in session, stored in the database the web server reads
-    browser.cookies.set(django_settings.SESSION_COOKIE_NAME, login.cookies[django_settings.SESSION_COOKIE_NAME].value)
-
-    form_page = browser.get(f"{base}/courses/cs101/assignments/hello/", timeout=30)
-    assert form_page.status_code == 200, form_page.text[:2000]
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form_page.text).group(1)
+    browser = portal.browser_for(student)
     data = {key: value for key, value in submit_form().items() if key != "uploads"}
-    sent = browser.post(
-        f"{base}/jobs/submit/cs101/hello/",
-        data={**data, "csrfmiddlewaretoken": token},
-        files=[("uploads", ("data.csv", b"x,y\n1,2\n", "text/csv"))],
-        headers={"Referer": form_page.url},
-        timeout=30,
-        allow_redirects=False,
-    )
+    sent = portal.submit(browser, "cs101", "hello", data, files=[("uploads", ("data.csv", b"x,y\n1,2\n", "text/csv"))])
     assert sent.status_code == 302, sent.text[:2000]
     job = Job.objects.get(user=student)
 

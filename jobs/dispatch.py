@@ -236,10 +236,15 @@ def _dead_here(owner: str) -> bool:
 
 def jobs_requeue_stale() -> int:
     """Re-send jobs whose submit task was lost (broker down when it was sent, broker restart, worker
-    crash). A job whose sending process died on this host, or whose task could not be sent, is sent
-    again at once; any other only once it has waited LABQUEUE_RESUBMIT_AFTER_SECONDS."""
-    cutoff = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
-    submitting = Job.objects.filter(status=Status.SUBMITTING)
+    crash). A job whose task could not be sent is sent again at once; one whose sending process died on
+    this host once that process's sbatch has surely given up (SLURM_COMMAND_TIMEOUT); any other once it
+    has waited LABQUEUE_RESUBMIT_AFTER_SECONDS."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
+    # A dead sender's sbatch may live on (the worker may not signal the student's processes): wait for
+    # it to have given up (the runner's timeout) before asking Slurm by name and sending again.
+    grace = now - timedelta(seconds=settings.SLURM_COMMAND_TIMEOUT)
+    submitting = Job.objects.filter(status=Status.SUBMITTING, updated_at__lt=grace)
     stuck = [job for job in submitting if job.updated_at < cutoff or _dead_here(job.dispatch_owner)]
     interrupted = [
         job.pk

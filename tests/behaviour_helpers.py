@@ -116,9 +116,12 @@ def wait_until(check: Callable[[], T], *, timeout: float = 90, interval: float =
         time.sleep(interval)
 
 
-def make_stale(job: Job) -> None:
-    """Age a job past LABQUEUE_RESUBMIT_AFTER_SECONDS, as if its task had been lost that long ago."""
-    old = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS + 60)
+def make_stale(job: Job, seconds: float | None = None) -> None:
+    """Age a job's last change by `seconds` (default: past LABQUEUE_RESUBMIT_AFTER_SECONDS, as if its
+    task had been lost that long ago)."""
+    if seconds is None:
+        seconds = settings.LABQUEUE_RESUBMIT_AFTER_SECONDS + 60
+    old = timezone.now() - timedelta(seconds=seconds)
     Job.objects.filter(pk=job.pk).update(updated_at=old)
 
 

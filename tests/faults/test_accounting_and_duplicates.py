@@ -1,0 +1,127 @@
+"""Slurm's accounting daemon does not answer while jobs finish; two workers or two beats do the same
+work at once. Nothing is reported finished or running that is not, nothing happens twice."""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+import slurm
+from jobs import dispatch
+from jobs.models import Job, JobEvent, Status
+from reports.ingest import usage_ingest
+from reports.models import UsageRecord
+from tests.behaviour_helpers import slurm_job_ids
+from tests.conftest import submit_form
+from tests.service_account import REPO, service_argv, service_env, service_media  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.slurm
+
+
+def accounting_unreachable(folder: Path) -> str:
+    """A slurm.conf whose slurmdbd port nobody listens on: squeue answers, sacct cannot."""
+    source = Path("/etc/slurm/slurm.conf").resolve()
+    lines = [line for line in source.read_text().splitlines() if not line.startswith("AccountingStoragePort=")]
+    folder.mkdir(mode=0o755)
+    (folder / "slurm.conf").write_text("\n".join([*lines, "AccountingStoragePort=1"]) + "\n")
+    (folder / "gres.conf").write_text((source.parent / "gres.conf").read_text())
+    for name in ("slurm.conf", "gres.conf"):
+        (folder / name).chmod(0o644)
+    return str(folder / "slurm.conf")
+
+
+def left_the_queue(job: Job, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while slurm.queue().get(job.slurm_job_id) is not None:
+        assert time.monotonic() < deadline, "the job never left the queue"
+        time.sleep(0.5)
+
+
+def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_done_until_it_answers(
+    client, student, assignment, job_root, monkeypatch
+):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    dispatch.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    checked_before = job.checked_at
+    left_the_queue(job)
+
+    monkeypatch.setenv("SLURM_CONF", accounting_unreachable(job_root / "no-accounting"))
+    with pytest.raises(slurm.SlurmUnavailable):
+        dispatch.jobs_sync()
+    with pytest.raises(slurm.SlurmUnavailable):
+        usage_ingest()
+
+    job.refresh_from_db()
+    assert job.status == Status.PENDING and job.left_queue_at is not None
+    assert job.checked_at == checked_before, "not marked as checked: Slurm did not say how it ended"
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "Your job has left the cluster&#x27;s queue: it has finished or was stopped." in page
+    assert "waiting for the cluster&#x27;s accounting to confirm how it ended" in page
+
+    monkeypatch.delenv("SLURM_CONF")
+    dispatch.jobs_sync()
+    usage_ingest()
+
+    job.refresh_from_db()
+    assert job.status == Status.COMPLETED and job.exit_code == 0
+    assert UsageRecord.objects.filter(slurm_job_id=job.slurm_job_id).count() == 1
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "Your job finished successfully." in page
+
+
+def together(code: str, settings, copies: int = 2) -> None:
+    """Run the same portal code in `copies` processes as the service account, started together."""
+    program = "import django\ndjango.setup()\n" + code
+    processes = [
+        subprocess.Popen(
+            service_argv(sys.executable, "-c", program),
+            env=service_env(settings),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(copies)
+    ]
+    for process in processes:
+        _, errors = process.communicate(timeout=120)
+        assert process.returncode == 0, errors
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("service_media")
+def test_two_workers_sending_the_same_job_at_once_submit_it_once(client, student, assignment, settings):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+
+    together(f"from jobs.dispatch import job_dispatch\njob_dispatch(job_id={job.pk})\n", settings)
+
+    job.refresh_from_db()
+    assert job.status == Status.PENDING and job.submit_attempts == 1
+    assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}
+    assert JobEvent.objects.filter(job=job, to_status=Status.SUBMITTING).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("service_media")
+def test_two_beats_syncing_at_once_finish_a_job_once(client, student, assignment, settings):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    dispatch.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    left_the_queue(job)
+
+    together("from jobs.tasks import jobs_sync\njobs_sync()\n", settings, copies=3)
+
+    job.refresh_from_db()
+    assert job.status == Status.COMPLETED
+    assert JobEvent.objects.filter(job=job, to_status=Status.COMPLETED).count() == 1
+    assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}

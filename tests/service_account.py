@@ -143,6 +143,14 @@ class Portal:
         self.workers.append(worker)
         return worker
 
+    def start_beat(self) -> subprocess.Popen:
+        bin_dir = Path(sys.executable).parent
+        schedule = Path(self.env["LABQUEUE_MEDIA_ROOT"]) / "celerybeat-schedule"
+        argv = [str(bin_dir / "celery"), "-A", "portal", "beat", "--loglevel=INFO", f"--schedule={schedule}"]
+        beat = _start(service_argv(*argv), self.env, self.logs / "beat.log")
+        self.workers.append(beat)
+        return beat
+
     def browser_for(self, user) -> requests.Session:
         """A browser signed in as `user` (a session stored in the database the web server reads)."""
         login = Client()

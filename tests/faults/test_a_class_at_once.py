@@ -1,0 +1,92 @@
+"""A class clicking at once, on the demo's settings (PostgreSQL, gunicorn, worker and beat running as
+the service account): twenty simultaneous submissions, cancels and double-clicked retries. No answer
+is an HTTP 500 and no job is lost or sent twice."""
+
+import re
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from courses.models import Role
+from jobs.models import Job, Status
+from tests.behaviour_helpers import slurm_job_ids
+from tests.conftest import make_user, submit_form
+from tests.http_helpers import celery_queue_clear
+from tests.service_account import running_portal, service_media  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
+
+DEMO = {"LABQUEUE_DEMO": "1", "LABQUEUE_DEBUG": "1", "LABQUEUE_SYNC_SECONDS": "2"}
+
+
+def post_form(browser, base: str, page_path: str, action: str, **fields: str):
+    page = browser.get(base + page_path, timeout=60)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    return browser.post(
+        base + action,
+        data={"csrfmiddlewaretoken": token, **fields},
+        headers={"Referer": page.url},
+        timeout=60,
+        allow_redirects=False,
+    )
+
+
+def wait_until(condition, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        statuses = Counter(Job.objects.values_list("status", flat=True))
+        assert time.monotonic() < deadline, f"timed out; jobs by status: {dict(statuses)}"
+        time.sleep(1)
+
+
+def test_twenty_submissions_cancels_and_double_retries_at_once_get_no_500_and_lose_no_job(
+    settings, tmp_path, course, assignment
+):
+    celery_queue_clear()
+    assignment.script_template = "sleep 600\n"  # still running when the cancels come
+    assignment.save()
+    students = []
+    for number in range(1, 5):
+        user = make_user(f"student{number}", f"student{number}")
+        course.enrollments.create(user=user, role=Role.STUDENT)
+        students.append(user)
+    data = {key: value for key, value in submit_form().items() if key != "uploads"}
+
+    with running_portal(settings, tmp_path, workers=1, **DEMO) as portal:
+        portal.start_beat()
+        browsers = [portal.browser_for(user) for user in students]
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            answers = list(pool.map(lambda n: portal.submit(browsers[n % 4], "cs101", "hello", data), range(20)))
+        assert [answer.status_code for answer in answers] == [302] * 20, answers[0].text[-3000:]
+        jobs = list(Job.objects.filter(assignment=assignment))
+        assert len(jobs) == 20 and len({answer.headers["Location"] for answer in answers}) == 20
+
+        wait_until(lambda: not Job.objects.filter(status__in=[Status.QUEUED, Status.SUBMITTING]).exists())
+        owner = {job.pk: browsers[[user.pk for user in students].index(job.user_id)] for job in jobs}
+
+        def cancel(job: Job):
+            return post_form(owner[job.pk], portal.base, f"/jobs/{job.uuid}/", f"/jobs/{job.uuid}/cancel/")
+
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            cancels = list(pool.map(cancel, jobs + jobs))  # every cancel clicked twice
+        assert {answer.status_code for answer in cancels} == {302}
+        wait_until(lambda: Job.objects.filter(assignment=assignment, status=Status.CANCELLED).count() == 20)
+
+        def retry(job: Job):
+            return post_form(owner[job.pk], portal.base, f"/jobs/{job.uuid}/", f"/jobs/{job.uuid}/retry/", same="1")
+
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            retries = list(pool.map(retry, jobs[:10] + jobs[:10]))  # ten retries, each double-clicked
+        assert {answer.status_code for answer in retries} == {302}
+        for first, second in zip(retries[:10], retries[10:], strict=True):
+            assert first.headers["Location"] == second.headers["Location"], "both clicks lead to the one new attempt"
+        assert Job.objects.filter(assignment=assignment).count() == 30, "ten new attempts, not twenty"
+
+        wait_until(lambda: not Job.objects.filter(status__in=[Status.QUEUED, Status.SUBMITTING]).exists())
+        assert portal.server_errors() == []
+
+    for job in Job.objects.filter(assignment=assignment):
+        assert job.status != Status.REJECTED, job.message
+        assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}, "every job sent once"

@@ -1,3 +1,4 @@
+import copy
 from dataclasses import replace
 
 from django.conf import settings
@@ -8,7 +9,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from courses.models import Assignment, AssignmentVersion, Course, CourseCeiling, Enrollment, LabSession, Role
-from courses.policy import Ceilings
+from courses.policy import Ceilings, held_to_ceilings
 
 
 def enrollment_list(*, user) -> QuerySet[Enrollment]:
@@ -106,3 +107,13 @@ def assignment_version_latest(*, assignment: Assignment) -> AssignmentVersion | 
 
 def assignment_version_list(*, assignment: Assignment) -> QuerySet[AssignmentVersion]:
     return AssignmentVersion.objects.filter(assignment=assignment).select_related("author").order_by("-number")
+
+
+def course_within_ceilings(*, course: Course) -> Course:
+    """An unsaved copy of the course with its limits held to operations staff's ceilings: what the portal
+    enforces on jobs, also for a course row saved before the ceilings existed or written directly."""
+    held, _ = held_to_ceilings(course=course, ceilings=course_ceilings(course=course))
+    limited = copy.copy(course)
+    for name, value in held.items():
+        setattr(limited, name, value)
+    return limited

@@ -43,17 +43,22 @@ def assignment_save(
 
 @transaction.atomic
 def assignment_version_current(*, assignment: Assignment, author=None) -> AssignmentVersion:
-    """The version holding the assignment's script template and parameters as they are now: the latest
-    one, or a new one (by `author`) when they changed, e.g. saved in the form or the Django admin."""
-    Assignment.objects.select_for_update().filter(pk=assignment.pk).first()  # one new version at a time
+    """The version holding the assignment's script template and parameters as saved now: the latest one,
+    or a new one (by `author`) when they changed, e.g. saved in the Django admin. Read from the database,
+    not from `assignment`, which may have been loaded before an instructor saved a change."""
+    now = Assignment.objects.only("script_template", "parameters").get(pk=assignment.pk)
     latest = assignment_version_latest(assignment=assignment)
-    if latest and (latest.script_template, latest.parameters) == (assignment.script_template, assignment.parameters):
+    if latest and (latest.script_template, latest.parameters) == (now.script_template, now.parameters):
+        return latest
+    now = Assignment.objects.select_for_update().only("script_template", "parameters").get(pk=assignment.pk)
+    latest = assignment_version_latest(assignment=assignment)  # again, under the lock: one new version at a time
+    if latest and (latest.script_template, latest.parameters) == (now.script_template, now.parameters):
         return latest
     return AssignmentVersion.objects.create(
         assignment=assignment,
         number=latest.number + 1 if latest else 1,
-        script_template=assignment.script_template,
-        parameters=assignment.parameters,
+        script_template=now.script_template,
+        parameters=now.parameters,
         author=author,
     )
 

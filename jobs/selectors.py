@@ -112,7 +112,7 @@ def job_script_change(*, job: Job) -> dict | None:
     version = job.assignment_version
     ran = version.script_template if version is not None else script_body(job.script)
     current = job.assignment.script_template
-    if ran is None or ran == current:
+    if ran is None or ran.rstrip("\n") == current.rstrip("\n"):
         return None
     latest = assignment_version_latest(assignment=job.assignment)
     old_label = f"attempt {job.attempt}" + (f" (version {version.number})" if version else "")

@@ -15,7 +15,7 @@ from clusterpolicy.selectors import course_qos
 from courses.models import Assignment, AssignmentVersion, Course, Dataset
 from courses.policy import resource_problems, running_notice, submission_problems
 from courses.scripting import Resources, render_script, script_body
-from courses.selectors import course_role
+from courses.selectors import course_role, course_within_ceilings
 from courses.services import assignment_version_current
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, JobNote, Status
@@ -100,12 +100,13 @@ def job_submit(
             "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
             "Ask the course staff to add your cluster username."
         )
-    problems = resource_problems(course=course, resources=resources)
+    limits = course_within_ceilings(course=course)
+    problems = resource_problems(course=limits, resources=resources)
     if problems:
         raise ValidationError(list(problems.values()))
     live = student_live_jobs(user=user, course=course)
     refusals = submission_problems(
-        course=course, resources=resources, active_jobs=live, gpu_hours_used=student_gpu_hours(user=user, course=course)
+        course=limits, resources=resources, active_jobs=live, gpu_hours_used=student_gpu_hours(user=user, course=course)
     )
     if refusals:
         raise ValidationError(refusals)
@@ -142,7 +143,7 @@ def job_submit(
     cause = f"Retry of attempt {retry_of.attempt}." if retry_of else "Submitted in the portal."
     if actor.pk != user.pk:
         cause += f" Requested by {actor} on the student's behalf."
-    if notice := running_notice(course=course, live_jobs=live):
+    if notice := running_notice(course=limits, live_jobs=live):
         cause += f" {notice}"
     JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
     _stage_uploads(job, uploads)

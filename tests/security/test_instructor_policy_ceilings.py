@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from courses import models
 from courses.models import Course
-from tests.conftest import make_user
+from jobs.models import Job
+from tests.conftest import make_user, submit_form
 
 POLICY = {
     "max_gpus_per_job": "1",
@@ -153,3 +154,14 @@ def test_a_course_ceiling_operations_staff_set_in_the_admin_lets_the_instructor_
     response = post_policy(client, instructor, **{**wider, "max_gpus_per_job": "9"})
     assert "at most 8 GPUs per job" in page(response)
     assert post_policy(client, instructor, partition="gpu").status_code == 302, "the site's partitions still apply"
+
+
+def test_a_course_row_written_beyond_the_ceiling_does_not_let_a_student_ask_for_more(
+    client, student, course, assignment
+):
+    Course.objects.filter(pk=course.pk).update(max_gpus_per_job=32000, max_gpus_course=32000)
+    client.force_login(student)
+    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form(gpus="8"))
+    assert response.status_code == 400
+    assert "This course allows at most 4 GPUs per job; you asked for 8." in page(response)
+    assert not Job.objects.exists()

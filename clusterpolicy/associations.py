@@ -3,9 +3,11 @@
 Desired, per course: the Slurm account exists; one association per enrolled person with a cluster
 username (every role can submit), carrying MaxJobs, MaxSubmitJobs, MaxTRES per job (cpu, mem,
 gres/gpu), MaxWall and, with a budget, GrpTRESMins=gres/gpu=<minutes>; the account's own association
-carries GrpTRES=gres/gpu=<course-wide cap>. Only course accounts are read or changed, and only
-associations of people the portal knows and who are not enrolled are deleted: an association an
-operator made for someone the portal has never seen is listed as unmanaged, never removed.
+carries GrpTRES=gres/gpu=<course-wide cap>. Every number is held to operations staff's ceilings and the
+QOS to their allow-list (courses.selectors.course_ceilings), whatever the course row says. Only course
+accounts are read or changed, and only associations of people the portal knows and who are not enrolled
+are deleted: an association an operator made for someone the portal has never seen is listed as
+unmanaged, never removed.
 
 :func:`associations_reconcile` (worker side: the `associations_reconcile` task and the
 `reconcile_associations` command) reads Slurm once per run, applies the pure
@@ -25,23 +27,27 @@ from clusterpolicy.models import AssociationRun
 from clusterpolicy.plan import DesiredAccount, UserLimits, plan
 from clusterpolicy.selectors import course_qos
 from courses.models import Course, Enrollment
+from courses.policy import held_to_ceilings
+from courses.selectors import course_ceilings
 from slurm import SlurmError, accounts
 
 log = logging.getLogger(__name__)
 
 
-def user_limits(course: Course) -> UserLimits:
+def user_limits(values: dict[str, int | None], qos: str) -> UserLimits:
+    """One student's association limits from the course policy's numbers (already held to the ceilings)."""
+    gpu_hours = values["gpu_hours_per_student"]
     return UserLimits(
-        max_jobs=course.max_running_jobs_per_student,
-        max_submit=course.max_queued_jobs_per_student,
+        max_jobs=values["max_running_jobs_per_student"],
+        max_submit=values["max_queued_jobs_per_student"],
         max_tres={
-            "cpu": course.max_cpus_per_job,
-            "mem": course.max_mem_mb_per_job,
-            "gres/gpu": course.max_gpus_per_job,
+            "cpu": values["max_cpus_per_job"],
+            "mem": values["max_mem_mb_per_job"],
+            "gres/gpu": values["max_gpus_per_job"],
         },
-        max_wall_minutes=course.max_minutes_per_job,
-        gpu_minutes=course.gpu_hours_per_student * 60 if course.gpu_hours_per_student is not None else None,
-        qos=course_qos(course),
+        max_wall_minutes=values["max_minutes_per_job"],
+        gpu_minutes=gpu_hours * 60 if gpu_hours is not None else None,
+        qos=qos,
     )
 
 
@@ -61,12 +67,17 @@ def desired_accounts(courses: list[Course]) -> tuple[list[DesiredAccount], list[
             errors.append(f"Slurm account {account} is used by several courses ({names}): left unchanged.")
             continue
         course = group[0]
-        limits = user_limits(course)
+        # Never more than operations staff allow, whatever the row says (saved before a ceiling, or directly).
+        values, held = held_to_ceilings(course=course, ceilings=course_ceilings(course=course))
+        errors += held
+        if course.qos and course_qos(course) != course.qos:
+            errors.append(f"{course.slug}: QOS {course.qos} is not allowed by operations staff; not given to anyone.")
+        limits = user_limits(values, course_qos(course))
         result.append(
             DesiredAccount(
                 account=account,
                 description=f"{course.code} {course.term}"[:60],
-                course_gpus=course.max_gpus_course,
+                course_gpus=values["max_gpus_course"],
                 users={netid: limits for netid in sorted(enrolled[course.pk])},
             )
         )

@@ -8,11 +8,14 @@ from django.utils import timezone
 
 from clusterpolicy.models import AssociationRun
 from courses.models import Course, LabSession
+from courses.selectors import course_ceilings
 
 
 def course_qos(course: Course) -> str:
-    """The QOS the course's jobs are submitted with ("" for Slurm's default)."""
-    return course.qos or getattr(settings, "LABQUEUE_COURSE_QOS", "")
+    """The QOS the course's jobs are submitted with ("" for Slurm's default). A course QOS outside operations
+    staff's allow-list (saved before the list existed, or written directly) is ignored: the site's is used."""
+    allowed = course.qos and course.qos in course_ceilings(course=course).qos
+    return course.qos if allowed else getattr(settings, "LABQUEUE_COURSE_QOS", "")
 
 
 def lab_reservation_for(*, course: Course, minutes: int, now=None) -> str:

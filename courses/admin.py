@@ -1,6 +1,16 @@
 from django.contrib import admin
 
-from courses.models import Assignment, Course, Dataset, Enrollment, LabSession, StarterFile
+from courses.models import (
+    Assignment,
+    AssignmentVersion,
+    Course,
+    CourseCeiling,
+    Dataset,
+    Enrollment,
+    LabSession,
+    StarterFile,
+)
+from courses.services import assignment_version_current
 
 
 class EnrollmentInline(admin.TabularInline):
@@ -26,10 +36,37 @@ class StarterFileInline(admin.TabularInline):
     extra = 0
 
 
+@admin.register(CourseCeiling)
+class CourseCeilingAdmin(admin.ModelAdmin):
+    """Operations staff's ceilings for one course (Django's change permission on course ceilings; instructors
+    have no admin access). Empty fields use the site-wide LABQUEUE_CEILING_* settings."""
+
+    list_display = ("course", "gpus_per_job", "minutes_per_job", "gpus_per_course", "allowed_qos", "updated_at")
+    autocomplete_fields = ["course"]
+
+
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
     list_display = ("title", "course", "gpus", "minutes")
     inlines = [StarterFileInline]
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        assignment_version_current(assignment=obj, author=request.user)
+
+
+@admin.register(AssignmentVersion)
+class AssignmentVersionAdmin(admin.ModelAdmin):
+    """Kept versions of assignment scripts: read-only, never deleted here (jobs record the one they ran)."""
+
+    list_display = ("assignment", "number", "author", "created_at")
+    readonly_fields = [field.name for field in AssignmentVersion._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(LabSession)

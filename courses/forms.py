@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from courses.hints import pattern_problem
 from courses.models import Assignment, Course, Hint
-from courses.policy import resource_problems
+from courses.policy import CEILING_FIELDS, Ceilings, ceiling_problems, resource_problems
 from courses.scripting import PORTAL_FILE_NAMES, Resources, validate_schema, validate_template, validate_values
 
 PARAMETERS_HELP = (
@@ -305,8 +305,22 @@ class CoursePolicyForm(forms.ModelForm):
             "qos": "QOS",
         }
 
+    def __init__(self, *args, ceilings: Ceilings, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.ceilings = ceilings
+        for field, (name, _) in CEILING_FIELDS.items():
+            if (ceiling := getattr(ceilings, name)) is not None:
+                self.fields[field].help_text = f"At most {ceiling} (ceiling set by operations staff)."
+        self.fields["qos"].help_text = f"Allowed: {', '.join(ceilings.qos) or 'none'}; empty: the site's default."
+        allowed = ", ".join(ceilings.partitions) or "none"
+        self.fields["partition"].help_text = f"Allowed: {allowed}; empty: the cluster's default."
+
     def clean(self) -> dict:
         data = super().clean()
+        contact = settings.LABQUEUE_OPERATIONS_CONTACT
+        policy = {name: data[name] for name in self.Meta.fields if name in data}
+        for field, message in ceiling_problems(policy=policy, ceilings=self.ceilings, contact=contact).items():
+            self.add_error(field, message)
         if data.get("max_gpus_course") is not None and data.get("max_gpus_per_job", 0) > data["max_gpus_course"]:
             self.add_error("max_gpus_per_job", "A job cannot ask for more GPUs than the whole course may use.")
         if self.errors:

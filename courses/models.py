@@ -59,6 +59,36 @@ class Course(models.Model):
         return f"{self.code} ({self.term})"
 
 
+class CourseCeiling(models.Model):
+    """Ceilings operations staff set for one course (Django admin only; instructors never see this form).
+
+    The course policy cannot exceed them and `reconcile_associations` never writes more into Slurm. An
+    empty field uses the site-wide LABQUEUE_CEILING_* setting; empty lists use LABQUEUE_ALLOWED_QOS and
+    LABQUEUE_ALLOWED_PARTITIONS.
+    """
+
+    course = models.OneToOneField(Course, on_delete=models.CASCADE, related_name="ceiling")
+    gpus_per_job = models.PositiveSmallIntegerField(null=True, blank=True)
+    cpus_per_job = models.PositiveSmallIntegerField(null=True, blank=True)
+    mem_mb_per_job = models.PositiveIntegerField(null=True, blank=True)
+    minutes_per_job = models.PositiveIntegerField(null=True, blank=True)
+    jobs_per_student = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Running jobs, and waiting or running jobs, per student."
+    )
+    gpu_hours_per_student = models.PositiveIntegerField(null=True, blank=True)
+    gpus_per_course = models.PositiveSmallIntegerField(null=True, blank=True)
+    allowed_qos = models.CharField(
+        max_length=500, blank=True, help_text="Comma-separated QOS names the course may use, e.g. coursework."
+    )
+    allowed_partitions = models.CharField(
+        max_length=500, blank=True, help_text="Comma-separated partitions the course may use, e.g. gpu,debug."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"Ceilings of {self.course}"
+
+
 class Role(models.TextChoices):
     STUDENT = "student", "Student"
     TA = "ta", "Teaching assistant"
@@ -128,6 +158,31 @@ class Assignment(models.Model):
     @property
     def default_resources(self) -> dict[str, int]:
         return {"gpus": self.gpus, "cpus": self.cpus, "mem_mb": self.mem_mb, "minutes": self.minutes}
+
+
+class AssignmentVersion(models.Model):
+    """One saved version of an assignment's script template, kept for good: jobs record the version they ran."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    script_template = models.TextField()
+    parameters = models.JSONField(default=list, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who saved it; empty when made outside the assignment form (e.g. before versions were kept).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["assignment", "-number"]
+        constraints = [models.UniqueConstraint(fields=["assignment", "number"], name="one_number_per_version")]
+
+    def __str__(self) -> str:
+        return f"{self.assignment} v{self.number}"
 
 
 def starter_file_path(instance: "StarterFile", filename: str) -> str:

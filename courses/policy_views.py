@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from courses.forms import CoursePolicyForm, LabSessionForm
 from courses.models import Role
-from courses.selectors import course_get_for_user, lab_session_get, lab_session_list
+from courses.selectors import course_ceilings, course_get_for_user, lab_session_get, lab_session_list
 from courses.services import course_policy_update, lab_session_cancel, lab_session_schedule
 
 
@@ -20,14 +20,18 @@ from courses.services import course_policy_update, lab_session_cancel, lab_sessi
 @login_required
 def course_policy(request: HttpRequest, slug: str) -> HttpResponse:
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
-    form = CoursePolicyForm(request.POST or None, instance=course)
+    ceilings = course_ceilings(course=course)
+    form = CoursePolicyForm(request.POST or None, instance=course, ceilings=ceilings)
     if request.method == "POST" and form.is_valid():
-        course_policy_update(course=course, fields=form.cleaned_data, actor=request.user)
-        messages.success(request, "Policy saved. The portal enforces it now; the cluster follows within a minute.")
-        return redirect("courses:course-policy", slug=course.slug)
-    return render(
-        request, "courses/course_policy.html", {"course": course, "form": form}, status=400 if form.errors else 200
-    )
+        try:
+            course_policy_update(course=course, fields=form.cleaned_data, actor=request.user)
+        except ValidationError as error:
+            form.add_error(None, error)
+        else:
+            messages.success(request, "Policy saved. The portal enforces it now; the cluster follows within a minute.")
+            return redirect("courses:course-policy", slug=course.slug)
+    context = {"course": course, "form": form, "ceilings": ceilings}
+    return render(request, "courses/course_policy.html", context, status=400 if form.errors else 200)
 
 
 @require_http_methods(["GET", "POST"])

@@ -5,6 +5,7 @@ reach the script only as shell-quoted variable assignments, so no value can chan
 script's structure, and template bodies may not carry `#SBATCH` lines of their own.
 """
 
+import difflib
 import math
 import re
 import shlex
@@ -39,6 +40,8 @@ MAX_PARAMETERS = 30
 # Files the portal itself writes in every job directory; no upload may take these names.
 SCRIPT_NAME, STDOUT_NAME, STDERR_NAME = "job.sh", "job.out", "job.err"
 PORTAL_FILE_NAMES = (SCRIPT_NAME, STDOUT_NAME, STDERR_NAME)
+# The line after which a rendered script holds the assignment's template body.
+BODY_MARKER = "# ---- assignment script ----"
 
 
 @dataclass(frozen=True)
@@ -231,10 +234,22 @@ def render_script(*, body: str, values: dict, resources: Resources, dataset_path
         lines.append(f"export {name}={shlex.quote(str(value))}")
     if dataset_path:
         lines.append(f"export DATASET={shlex.quote(dataset_path)}")
-    lines.append("# ---- assignment script ----")
+    lines.append(BODY_MARKER)
     lines.append(validate_template(body).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 
+def script_body(script: str) -> str | None:
+    """The assignment template body inside a script render_script wrote, or None when it holds none."""
+    head, marker, body = script.partition(f"\n{BODY_MARKER}\n")
+    return body if marker else None
+
+
 def _comment_safe(text: str) -> str:
     return "".join(ch if _is_safe_text(ch) else " " for ch in text)
+
+
+def script_diff(old: str, new: str, *, old_label: str, new_label: str) -> str:
+    """A unified diff of two template bodies, for course staff (render it escaped)."""
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), fromfile=old_label, tofile=new_label, lineterm="")
+    return "\n".join(lines)

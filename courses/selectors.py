@@ -1,10 +1,15 @@
+import copy
+from dataclasses import replace
+
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from courses.models import Assignment, Course, Enrollment, LabSession, Role
+from courses.models import Assignment, AssignmentVersion, Course, CourseCeiling, Enrollment, LabSession, Role
+from courses.policy import Ceilings, held_to_ceilings
 
 
 def enrollment_list(*, user) -> QuerySet[Enrollment]:
@@ -57,3 +62,58 @@ def lab_session_next(*, course: Course, now=None) -> LabSession | None:
 
 def lab_session_get(*, course: Course, session_uuid) -> LabSession:
     return get_object_or_404(LabSession, course=course, uuid=session_uuid)
+
+
+CEILING_NUMBERS = (
+    "gpus_per_job",
+    "cpus_per_job",
+    "mem_mb_per_job",
+    "minutes_per_job",
+    "jobs_per_student",
+    "gpu_hours_per_student",
+    "gpus_per_course",
+)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def course_ceilings(*, course: Course) -> Ceilings:
+    """Operations staff's ceilings for this course: its own (CourseCeiling, set in the Django admin) where
+    given, else the site-wide LABQUEUE_CEILING_* and LABQUEUE_ALLOWED_* settings (read now)."""
+    site = Ceilings(
+        gpus_per_job=settings.LABQUEUE_CEILING_GPUS_PER_JOB,
+        cpus_per_job=settings.LABQUEUE_CEILING_CPUS_PER_JOB,
+        mem_mb_per_job=settings.LABQUEUE_CEILING_MEM_MB_PER_JOB,
+        minutes_per_job=settings.LABQUEUE_CEILING_MINUTES_PER_JOB,
+        jobs_per_student=settings.LABQUEUE_CEILING_JOBS_PER_STUDENT or None,
+        gpu_hours_per_student=settings.LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT or None,
+        gpus_per_course=settings.LABQUEUE_CEILING_GPUS_PER_COURSE or None,
+        qos=tuple(settings.LABQUEUE_ALLOWED_QOS),
+        partitions=tuple(settings.LABQUEUE_ALLOWED_PARTITIONS),
+    )
+    own = CourseCeiling.objects.filter(course_id=course.pk).first()
+    if own is None:
+        return site
+    numbers = {name: getattr(own, name) for name in CEILING_NUMBERS if getattr(own, name) is not None}
+    qos, partitions = _names(own.allowed_qos) or site.qos, _names(own.allowed_partitions) or site.partitions
+    return replace(site, **numbers, qos=qos, partitions=partitions)
+
+
+def assignment_version_latest(*, assignment: Assignment) -> AssignmentVersion | None:
+    return AssignmentVersion.objects.filter(assignment=assignment).order_by("-number").first()
+
+
+def assignment_version_list(*, assignment: Assignment) -> QuerySet[AssignmentVersion]:
+    return AssignmentVersion.objects.filter(assignment=assignment).select_related("author").order_by("-number")
+
+
+def course_within_ceilings(*, course: Course) -> Course:
+    """An unsaved copy of the course with its limits held to operations staff's ceilings: what the portal
+    enforces on jobs, also for a course row saved before the ceilings existed or written directly."""
+    held, _ = held_to_ceilings(course=course, ceilings=course_ceilings(course=course))
+    limited = copy.copy(course)
+    for name, value in held.items():
+        setattr(limited, name, value)
+    return limited

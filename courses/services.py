@@ -5,10 +5,12 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import connection, transaction
+from django.utils import timezone
 
-from courses.models import Assignment, Course, Dataset, Enrollment, LabSession, StarterFile
-from courses.policy import lab_overlap_problem
+from courses.models import Assignment, AssignmentVersion, Course, Dataset, Enrollment, LabSession, StarterFile
+from courses.policy import ceiling_problems, lab_limit_problems, lab_overlap_problem
 from courses.roster import RosterPlan, RosterRow
+from courses.selectors import assignment_version_latest, course_ceilings
 from portal.celery import app
 
 LAB_SCHEDULE_LOCK = 4_202_604  # pg_advisory_xact_lock key for lab scheduling
@@ -22,18 +24,43 @@ def assignment_save(
     datasets: list[Dataset],
     assignment: Assignment | None = None,
     starter_file: UploadedFile | None = None,
+    actor=None,
 ) -> Assignment:
-    """Create or update an assignment from validated fields (AssignmentForm checks them)."""
+    """Create or update an assignment from validated fields (AssignmentForm checks them). A changed script
+    template or parameter schema is kept as a new version with its author (`actor`)."""
     assignment = assignment or Assignment(course=course)
     for name, value in fields.items():
         setattr(assignment, name, value)
     assignment.full_clean(exclude=["parameters"])
     assignment.save()
+    assignment_version_current(assignment=assignment, author=actor)
     assignment.datasets.set(datasets)
     if starter_file is not None:
         StarterFile.objects.filter(assignment=assignment, name=starter_file.name).delete()
         StarterFile.objects.create(assignment=assignment, name=starter_file.name, file=starter_file)
     return assignment
+
+
+@transaction.atomic
+def assignment_version_current(*, assignment: Assignment, author=None) -> AssignmentVersion:
+    """The version holding the assignment's script template and parameters as saved now: the latest one,
+    or a new one (by `author`) when they changed, e.g. saved in the Django admin. Read from the database,
+    not from `assignment`, which may have been loaded before an instructor saved a change."""
+    now = Assignment.objects.only("script_template", "parameters").get(pk=assignment.pk)
+    latest = assignment_version_latest(assignment=assignment)
+    if latest and (latest.script_template, latest.parameters) == (now.script_template, now.parameters):
+        return latest
+    now = Assignment.objects.select_for_update().only("script_template", "parameters").get(pk=assignment.pk)
+    latest = assignment_version_latest(assignment=assignment)  # again, under the lock: one new version at a time
+    if latest and (latest.script_template, latest.parameters) == (now.script_template, now.parameters):
+        return latest
+    return AssignmentVersion.objects.create(
+        assignment=assignment,
+        number=latest.number + 1 if latest else 1,
+        script_template=now.script_template,
+        parameters=now.parameters,
+        author=author,
+    )
 
 
 @transaction.atomic
@@ -106,7 +133,13 @@ def _labs_tick_on_commit() -> None:
 
 @transaction.atomic
 def course_policy_update(*, course: Course, fields: dict, actor) -> Course:
-    """Save the course's policy (CoursePolicyForm checked it) and have Slurm follow."""
+    """Save the course's policy (CoursePolicyForm checked it) and have Slurm follow. Never above
+    operations staff's ceilings (checked again here, whoever calls)."""
+    problems = ceiling_problems(
+        policy=fields, ceilings=course_ceilings(course=course), contact=settings.LABQUEUE_OPERATIONS_CONTACT
+    )
+    if problems:
+        raise ValidationError(problems)
     for name, value in fields.items():
         setattr(course, name, value)
     course.full_clean()
@@ -133,6 +166,20 @@ def lab_session_schedule(
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAB_SCHEDULE_LOCK])
     capacity, unit = _lab_capacity()
     size = gpus if unit == "GPU" else nodes
+    limits = lab_limit_problems(
+        starts_at=starts_at,
+        ends_at=ends_at,
+        size=size or 0,
+        unit=unit,
+        now=timezone.now(),
+        max_minutes=settings.LABQUEUE_LAB_MAX_MINUTES,
+        max_size=settings.LABQUEUE_LAB_MAX_GPUS if unit == "GPU" else settings.LABQUEUE_LAB_MAX_NODES,
+        capacity=capacity,
+        max_days_ahead=settings.LABQUEUE_LAB_MAX_DAYS_AHEAD,
+        contact=settings.LABQUEUE_OPERATIONS_CONTACT,
+    )
+    if limits:
+        raise ValidationError(list(limits.values()))
     open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
     overlapping = LabSession.objects.filter(state__in=open_states, starts_at__lt=ends_at, ends_at__gt=starts_at)
     others = [

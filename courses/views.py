@@ -8,10 +8,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from courses.forms import AssignmentForm, HintForm, RosterConfirmForm, RosterUploadForm, SubmissionForm
 from courses.models import STAFF_ROLES, Assignment, Role
 from courses.roster import roster_plan
-from courses.scripting import Resources, default_values, render_script
+from courses.scripting import Resources, default_values, render_script, script_diff
 from courses.selectors import (
     assignment_get,
     assignment_list,
+    assignment_version_list,
     course_get_for_user,
     enrollment_list,
     lab_session_next,
@@ -60,7 +61,24 @@ def assignment_detail(request: HttpRequest, slug: str, assignment_slug: str) -> 
         "can_edit": role == Role.INSTRUCTOR,
         "next_lab": lab_session_next(course=course),
     }
+    if role in STAFF_ROLES:
+        context.update(_versions(assignment))
     return render(request, "courses/assignment_detail.html", context)
+
+
+def _versions(assignment: Assignment) -> dict:
+    """The kept script versions (newest first) and the diff of the last change, for course staff."""
+    versions = list(assignment_version_list(assignment=assignment)[:20])
+    diff = ""
+    if len(versions) > 1:
+        new, old = versions[0], versions[1]
+        diff = script_diff(
+            old.script_template,
+            new.script_template,
+            old_label=f"version {old.number}",
+            new_label=f"version {new.number} ({new.author or 'unknown'})",
+        )
+    return {"versions": versions, "version_diff": diff}
 
 
 @require_http_methods(["GET", "POST"])
@@ -82,6 +100,7 @@ def assignment_edit(request: HttpRequest, slug: str, assignment_slug: str | None
                 datasets=list(form.cleaned_data["datasets"]),
                 assignment=assignment,
                 starter_file=form.cleaned_data.get("starter_file"),
+                actor=request.user,
             )
             messages.success(request, f"Saved “{saved.title}”. This is the script students' jobs will run.")
             return redirect("courses:assignment-detail", slug=course.slug, assignment_slug=saved.slug)

@@ -3,7 +3,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from courses.models import Assignment, Dataset
+from courses.models import Assignment, AssignmentVersion, Dataset
 from courses.scripting import STDERR_NAME, STDOUT_NAME
 
 
@@ -52,6 +52,14 @@ class Job(models.Model):
     qos = models.CharField(max_length=64, blank=True)
     reservation = models.CharField(max_length=64, blank=True, help_text="The lab session's Slurm reservation.")
     script = models.TextField(help_text="The exact batch script submitted.")
+    assignment_version = models.ForeignKey(
+        AssignmentVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="jobs",
+        help_text="The version of the assignment's script this job runs (empty: made before versions were kept).",
+    )
     workdir = models.CharField(max_length=500)
 
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)

@@ -6,8 +6,9 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
-from courses.models import STAFF_ROLES, Course
-from courses.selectors import course_role
+from courses.models import STAFF_ROLES, Assignment, Course
+from courses.scripting import script_body, script_diff
+from courses.selectors import assignment_version_latest, course_role
 from jobs.models import Job, Status
 
 FAILED = (Status.FAILED, Status.REJECTED)
@@ -103,3 +104,30 @@ def student_budget(*, user, course: Course) -> dict | None:
     used = student_gpu_hours(user=user, course=course)
     budget = course.gpu_hours_per_student
     return {"budget": budget, "used": used, "remaining": max(0.0, budget - used), "spent": used >= budget}
+
+
+def job_script_change(*, job: Job) -> dict | None:
+    """How the assignment's script differs now from the one this attempt ran (the versions and a diff for
+    course staff); None when it has not changed or the attempt's script is not on record."""
+    version = job.assignment_version
+    ran = version.script_template if version is not None else script_body(job.script)
+    current = job.assignment.script_template
+    if ran is None or ran.rstrip("\n") == current.rstrip("\n"):
+        return None
+    latest = assignment_version_latest(assignment=job.assignment)
+    old_label = f"attempt {job.attempt}" + (f" (version {version.number})" if version else "")
+    new_label = "current" + (f" (version {latest.number})" if latest else "")
+    return {
+        "ran": version,
+        "current": latest,
+        "diff": script_diff(ran, current, old_label=old_label, new_label=new_label),
+    }
+
+
+def student_last_attempt(*, user, assignment: Assignment) -> Job | None:
+    return (
+        Job.objects.filter(user=user, assignment=assignment)
+        .select_related("assignment", "assignment_version")
+        .order_by("-created_at")
+        .first()
+    )

@@ -6,15 +6,17 @@ done by jobs.dispatch in the worker. Status changes go through job_transition on
 
 import shutil
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from clusterpolicy.selectors import course_qos
-from courses.models import Assignment, Dataset
+from courses.models import Assignment, AssignmentVersion, Course, Dataset
 from courses.policy import resource_problems, running_notice, submission_problems
-from courses.scripting import Resources, render_script
+from courses.scripting import Resources, render_script, script_body
+from courses.selectors import course_role, course_within_ceilings
+from courses.services import assignment_version_current
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, JobNote, Status
 from jobs.selectors import student_gpu_hours, student_live_jobs
@@ -42,6 +44,38 @@ def job_transition(*, job: Job, to: str, cause: str, actor=None, **fields) -> bo
     return True
 
 
+class NotEnrolled(PermissionDenied):
+    """No new job runs as someone who is not (or no longer) enrolled in the course: views answer 403."""
+
+
+def job_enrollment_check(*, user, course: Course, actor=None) -> None:
+    """Raise NotEnrolled unless `user` is in the course (dropped from the roster: no new job, no retry)."""
+    if course_role(user=user, course=course) is not None:
+        return
+    if actor is None or actor.pk == user.pk:
+        who, whom = "You are", "you"
+    else:
+        who, whom = f"{user} is", "them"
+    raise NotEnrolled(
+        f"{who} no longer enrolled in {course}, so no new job can run for {whom} in it. Earlier jobs and their "
+        f"files stay readable. If this is a mistake, ask the course's instructor to add {whom} to the roster again."
+    )
+
+
+def _retried_script(job: Job) -> tuple[AssignmentVersion | None, str]:
+    """The version and template body the attempt being retried ran: a retry runs that again, never a
+    template edited since (which would run new code as the student at a time someone else chose)."""
+    if job.assignment_version_id is not None:
+        return job.assignment_version, job.assignment_version.script_template
+    body = script_body(job.script)
+    if body is None:
+        raise ValidationError(
+            "This attempt's script is not on record, so it cannot be run again as it was. "
+            "Submit the assignment again instead (it runs the current script)."
+        )
+    return None, body
+
+
 @transaction.atomic
 def job_submit(
     *,
@@ -59,18 +93,20 @@ def job_submit(
     `actor` is who pressed the button when it is not the student (a TA retrying for them).
     """
     actor = actor or user
+    course = assignment.course
+    job_enrollment_check(user=user, course=course, actor=actor)
     if not user.netid:
         raise ValidationError(
             "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
             "Ask the course staff to add your cluster username."
         )
-    course = assignment.course
-    problems = resource_problems(course=course, resources=resources)
+    limits = course_within_ceilings(course=course)
+    problems = resource_problems(course=limits, resources=resources)
     if problems:
         raise ValidationError(list(problems.values()))
     live = student_live_jobs(user=user, course=course)
     refusals = submission_problems(
-        course=course, resources=resources, active_jobs=live, gpu_hours_used=student_gpu_hours(user=user, course=course)
+        course=limits, resources=resources, active_jobs=live, gpu_hours_used=student_gpu_hours(user=user, course=course)
     )
     if refusals:
         raise ValidationError(refusals)
@@ -82,8 +118,13 @@ def job_submit(
             f"This assignment allows {assignment.max_attempts} attempts per student and "
             f"{used} have been used. Ask your instructor if you need another."
         )
+    if retry_of is not None:
+        version, body = _retried_script(retry_of)
+    else:
+        version = assignment_version_current(assignment=assignment)
+        body = version.script_template
     script = render_script(
-        body=assignment.script_template,
+        body=body,
         values=values,
         resources=resources,
         dataset_path=dataset.path if dataset else "",
@@ -92,6 +133,7 @@ def job_submit(
     job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
     job.gpus, job.cpus, job.mem_mb, job.minutes = resources.gpus, resources.cpus, resources.mem_mb, resources.minutes
     job.account, job.partition, job.script = course.slurm_account, course.partition, script
+    job.assignment_version = version
     job.qos = course_qos(course)
     job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
     job.created_by = actor if actor.pk != user.pk else None
@@ -101,7 +143,7 @@ def job_submit(
     cause = f"Retry of attempt {retry_of.attempt}." if retry_of else "Submitted in the portal."
     if actor.pk != user.pk:
         cause += f" Requested by {actor} on the student's behalf."
-    if notice := running_notice(course=course, live_jobs=live):
+    if notice := running_notice(course=limits, live_jobs=live):
         cause += f" {notice}"
     JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
     _stage_uploads(job, uploads)
@@ -131,8 +173,8 @@ def _copy_staged(*, source: Job, target: Job) -> None:
 
 @transaction.atomic
 def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
-    """A new attempt of a failed, cancelled or refused job: same parameters, data set and files;
-    resources as given (still within the course's limits). Each attempt is retried at most once,
+    """A new attempt of a failed, cancelled or refused job: same script version, parameters, data set and
+    files; resources as given (still within the course's limits). Each attempt is retried at most once,
     so a double click or a replayed POST returns the same new attempt."""
     existing = Job.objects.filter(retry_of=job).first()
     if existing is not None:

@@ -24,8 +24,18 @@ from jobs.selectors import (
     job_list,
     job_list_failed,
     job_list_for_course,
+    job_script_change,
 )
-from jobs.services import job_cancel, job_note_add, job_retry, job_review, job_submit, retry_suggestion
+from jobs.services import (
+    NotEnrolled,
+    job_cancel,
+    job_enrollment_check,
+    job_note_add,
+    job_retry,
+    job_review,
+    job_submit,
+    retry_suggestion,
+)
 from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
 
 LOG_PAGE_BYTES = 64 * 1024
@@ -34,7 +44,7 @@ LOG_PAGE_BYTES = 64 * 1024
 @require_POST
 @login_required
 def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpResponse:
-    course, role = course_get_for_user(user=request.user, slug=slug)
+    course, role = _course_for_submit(request, slug)
     assignment = assignment_get(course=course, slug=assignment_slug)
     form = SubmissionForm(request.POST, request.FILES, assignment=assignment)
     token = request.POST.get("upload_token", "")
@@ -66,6 +76,21 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
     context["kept_uploads"] = [path.name for path in uploads_kept(session=request.session, token=token)]
     context["can_edit"] = role == Role.INSTRUCTOR
     return render(request, "courses/assignment_detail.html", context, status=400)
+
+
+def _course_for_submit(request: HttpRequest, slug: str):
+    """The course and role of someone submitting in it. Someone dropped from it (who has jobs there) is told so
+    with a 403 page rather than a bare 404; anyone else outside it gets 404 as on every course page."""
+    try:
+        return course_get_for_user(user=request.user, slug=slug)
+    except Http404:
+        if Job.objects.filter(user=request.user, assignment__course__slug=slug).exists():
+            raise NotEnrolled(
+                "You are no longer enrolled in this course, so you cannot submit jobs in it. Your earlier jobs "
+                "and their files stay readable under My jobs. If this is a mistake, ask the course's instructor "
+                "to add you to the roster again."
+            )
+        raise
 
 
 @require_GET
@@ -129,6 +154,7 @@ def job_detail(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     job = job_get_for_user(user=request.user, job_uuid=job_uuid)
     context = _detail_context(request, job)
     context["note_form"] = NoteForm()
+    context["script_change"] = job_script_change(job=job)
     return render(request, "jobs/job_detail.html", context)
 
 
@@ -182,6 +208,7 @@ def job_zip(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
 def job_retry_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     """Retry as before (POST without resources) or with changed resources (the form)."""
     job = job_get_for_user(user=request.user, job_uuid=job_uuid)
+    job_enrollment_check(user=job.user, course=job.assignment.course, actor=request.user)
     explanation = explain(job)
     suggested = retry_suggestion(job=job, suggest=explanation.suggest if explanation else {})
     form = RetryForm(request.POST or None, job=job, initial=suggested.as_dict())

@@ -226,6 +226,29 @@ LABQUEUE_LAB_RESERVE_AHEAD_MINUTES = env_int("LABQUEUE_LAB_RESERVE_AHEAD_MINUTES
 if LABQUEUE_RESERVATION_STRATEGY not in ("nodes", "gpus"):
     raise ImproperlyConfigured("LABQUEUE_RESERVATION_STRATEGY must be 'nodes' or 'gpus'.")
 
+# Lab sessions instructors may schedule (courses.policy.lab_limit_problems): longest lab, most nodes (or GPUs
+# with the "gpus" strategy) one lab may reserve, and how far ahead a lab may be scheduled.
+LABQUEUE_LAB_MAX_MINUTES = env_int("LABQUEUE_LAB_MAX_MINUTES", 240)
+LABQUEUE_LAB_MAX_NODES = env_int("LABQUEUE_LAB_MAX_NODES", 2)
+LABQUEUE_LAB_MAX_GPUS = env_int("LABQUEUE_LAB_MAX_GPUS", 8)
+LABQUEUE_LAB_MAX_DAYS_AHEAD = env_int("LABQUEUE_LAB_MAX_DAYS_AHEAD", 120)
+
+# Ceilings operations staff set on every course policy (courses.selectors.course_ceilings). An instructor's
+# policy cannot exceed them, and `reconcile_associations` never writes more into Slurm. A course can have its
+# own ceilings (CourseCeiling, Django admin, operations staff only). 0 = no ceiling (only for the last three).
+LABQUEUE_CEILING_GPUS_PER_JOB = env_int("LABQUEUE_CEILING_GPUS_PER_JOB", 4)
+LABQUEUE_CEILING_CPUS_PER_JOB = env_int("LABQUEUE_CEILING_CPUS_PER_JOB", 32)
+LABQUEUE_CEILING_MEM_MB_PER_JOB = env_int("LABQUEUE_CEILING_MEM_MB_PER_JOB", 128000)
+LABQUEUE_CEILING_MINUTES_PER_JOB = env_int("LABQUEUE_CEILING_MINUTES_PER_JOB", 1440)
+LABQUEUE_CEILING_JOBS_PER_STUDENT = env_int("LABQUEUE_CEILING_JOBS_PER_STUDENT", 0)  # running, and waiting or running
+LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT = env_int("LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT", 0)
+LABQUEUE_CEILING_GPUS_PER_COURSE = env_int("LABQUEUE_CEILING_GPUS_PER_COURSE", 0)
+# The QOS and partitions a course policy may name (besides empty: the site's default). Empty list: none.
+LABQUEUE_ALLOWED_QOS = env_list("LABQUEUE_ALLOWED_QOS")
+LABQUEUE_ALLOWED_PARTITIONS = env_list("LABQUEUE_ALLOWED_PARTITIONS", "gpu")
+# Who people are told to ask when they need more than a ceiling or limit allows.
+LABQUEUE_OPERATIONS_CONTACT = env("LABQUEUE_OPERATIONS_CONTACT", "the cluster's operations staff")
+
 # Campus SSO (django-allauth SAML and OpenID Connect; see portal/sso.py and .env.example).
 # LABQUEUE_SSO_ONLY=1 in production: no local passwords, no signup, campus login only.
 LABQUEUE_SSO_ONLY = env_bool("LABQUEUE_SSO_ONLY")

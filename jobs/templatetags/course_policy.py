@@ -2,7 +2,7 @@
 
 from django import template
 
-from jobs.selectors import student_budget
+from jobs.selectors import job_script_change, student_budget, student_last_attempt
 
 register = template.Library()
 
@@ -12,3 +12,11 @@ def gpu_budget(context, course) -> dict:
     """The signed-in student's used / remaining GPU-hours in the course (nothing when there is no budget)."""
     user = context["request"].user
     return {"course": course, "budget": student_budget(user=user, course=course) if user.is_authenticated else None}
+
+
+@register.inclusion_tag("jobs/_script_changed.html", takes_context=True)
+def script_changed(context, assignment) -> dict:
+    """Tells the signed-in student when the assignment's script changed since their last attempt."""
+    user = context["request"].user
+    last = student_last_attempt(user=user, assignment=assignment) if user.is_authenticated else None
+    return {"last": last, "change": job_script_change(job=last) if last else None}

@@ -1,4 +1,6 @@
 import os
+import re
+import sys
 from uuid import UUID
 
 from django.conf import settings
@@ -29,6 +31,7 @@ from jobs.services import job_cancel, job_note_add, job_retry, job_review, job_s
 from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
 
 LOG_PAGE_BYTES = 64 * 1024
+PAGE_RE = re.compile(r"[0-9]+")
 
 
 @require_POST
@@ -161,7 +164,9 @@ def job_file(request: HttpRequest, job_uuid: UUID, path: str) -> HttpResponse:
         fd = files.open_file(job.workdir, path)
     except files.UnsafePath:
         raise Http404("No such file in this job's directory.")
-    return FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=os.path.basename(path))
+    # A header cannot hold a line break: the saved file's name gets "_" for any control character.
+    filename = "".join("_" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in os.path.basename(path))
+    return FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=filename)
 
 
 @require_GET
@@ -228,11 +233,20 @@ def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
     name = {"out": job.stdout_name, "err": job.stderr_name}.get(stream)
     if name is None:
         raise Http404("No such log.")
-    page = max(1, int(request.GET.get("page", "1")) if request.GET.get("page", "1").isdigit() else 1)
-    text, total = files.read_page(job.workdir, name, page=page, page_size=LOG_PAGE_BYTES)
+    text, total, page = files.read_page(
+        job.workdir, name, page=_page_number(request.GET.get("page", "1")), page_size=LOG_PAGE_BYTES
+    )
     pages = max(1, -(-total // LOG_PAGE_BYTES))
     context = {"job": job, "name": name, "stream": stream, "text": text, "page": page, "pages": pages}
     return render(request, "jobs/job_log.html", context)
+
+
+def _page_number(raw: str) -> int:
+    """A ?page= value: digits only (past the last page reads the last page), anything else is not a page."""
+    page = (int(raw) if len(raw) <= 18 else sys.maxsize) if PAGE_RE.fullmatch(raw) else 0
+    if page < 1:
+        raise Http404("No such page.")
+    return page
 
 
 @require_GET

@@ -53,7 +53,7 @@ def queue() -> dict[str, LiveJob]:
     """Every job slurmctld knows (all users, all states), keyed by job id: ONE squeue."""
     marker = parsers.framing_marker()
     stdout = runner.run(
-        ["squeue", "-h", "-a", "-r", "-t", "all", "-o", parsers.SQUEUE_FRAMED_FORMAT],
+        ["squeue", "-h", "-a", "-r", "-t", "all", "-o", parsers.SQUEUE_FORMAT],
         env_extra=_framed_time_env(marker),
     )
     return parsers.parse_squeue(stdout, marker=marker)
@@ -79,7 +79,7 @@ def accounting(
         "-a",
         f"--delimiter={parsers.DELIMITER}",
         "-o",
-        parsers.SACCT_FRAMED_FORMAT,
+        parsers.SACCT_FORMAT,
     ]
     if job_ids:
         argv += ["-j", ",".join(check_job_id(job_id) for job_id in job_ids)]

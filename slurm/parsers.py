@@ -47,9 +47,8 @@ SQUEUE_FIELDS = (
     ("nodes", "%N"),
     ("name", "%j"),
 )
-SQUEUE_FORMAT = DELIMITER.join(code for _, code in SQUEUE_FIELDS)
-#: What the adapter asks for: the fields, then the submit time again as the record's end.
-SQUEUE_FRAMED_FORMAT = SQUEUE_FORMAT + DELIMITER + "%V"
+#: What the adapter asks for: the fields, then the submit time again as the record's end (see "Framing").
+SQUEUE_FORMAT = DELIMITER.join(code for _, code in SQUEUE_FIELDS) + DELIMITER + "%V"
 
 #: sacct -o fields, in order; the free-text JobName and Comment last.
 SACCT_FIELDS = (
@@ -71,8 +70,7 @@ SACCT_FIELDS = (
     "JobName",
     "Comment",
 )
-SACCT_FORMAT = ",".join(SACCT_FIELDS)
-SACCT_FRAMED_FORMAT = SACCT_FORMAT + ",Submit"
+SACCT_FORMAT = ",".join(SACCT_FIELDS) + ",Submit"
 #: A job id as squeue -r and sacct -X print it: 123, 123_4, 123_[1-3] (a pending array), 123+0 (het).
 JOB_ID_RE = re.compile(r"\d+(?:_(?:\d+|\[[\d,%\-]+\]))?(?:\+\d+)?")
 
@@ -187,7 +185,8 @@ def _records(stdout: str, count: int, marker: str) -> list[list[str]]:
 
 
 def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
-    """Parse ``squeue -h -o SQUEUE_FORMAT`` (with a marker: SQUEUE_FRAMED_FORMAT) and rank the pending jobs."""
+    """Parse ``squeue -h -o SQUEUE_FORMAT`` and rank the pending jobs (without a marker: recorded lines of
+    the SQUEUE_FIELDS alone)."""
     jobs: dict[str, LiveJob] = {}
     for parts in _records(stdout, len(SQUEUE_FIELDS), marker):
         raw = dict(zip((name for name, _ in SQUEUE_FIELDS), parts, strict=True))
@@ -281,7 +280,8 @@ def _name_and_comment(text: str) -> tuple[str, str] | None:
 
 
 def parse_sacct(stdout: str, *, marker: str = "") -> dict[str, AcctRecord]:
-    """Parse ``sacct -X -P -n --delimiter=DELIMITER -o SACCT_FORMAT`` (with a marker: SACCT_FRAMED_FORMAT)."""
+    """Parse ``sacct -X -P -n --delimiter=DELIMITER -o SACCT_FORMAT`` (without a marker: recorded lines of
+    the SACCT_FIELDS alone)."""
     records: dict[str, AcctRecord] = {}
     for parts in _records(stdout, len(SACCT_FIELDS) - 1, marker):
         free_text = _name_and_comment(parts[-1])

@@ -74,7 +74,7 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
 @require_GET
 @login_required
 def job_list_view(request: HttpRequest) -> HttpResponse:
-    course_slug = request.GET.get("course", "")
+    course_slug = _query_text(request, "course")
     jobs = job_list(user=request.user, course_slug=course_slug)[:200]
     courses = {e.course.slug: e.course for e in request.user.enrollments.select_related("course")}
     context = {"jobs": jobs, "courses": courses.values(), "course_slug": course_slug}
@@ -241,6 +241,12 @@ def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
     return render(request, "jobs/job_log.html", context)
 
 
+def _query_text(request: HttpRequest, key: str) -> str:
+    """A filter from the query string. PostgreSQL text cannot hold NUL, so no stored value has one and a
+    query holding one would fail: NUL characters are dropped."""
+    return request.GET.get(key, "").replace("\x00", "")
+
+
 def _page_number(raw: str) -> int:
     """A ?page= value: digits only (past the last page reads the last page), anything else is not a page."""
     page = (int(raw) if len(raw) <= 18 else sys.maxsize) if PAGE_RE.fullmatch(raw) else 0
@@ -254,7 +260,7 @@ def _page_number(raw: str) -> int:
 def course_failures(request: HttpRequest, slug: str) -> HttpResponse:
     """The TAs' triage list: failed attempts of the course, newest first, with filters."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
-    filters = {key: request.GET.get(key, "") for key in ("assignment", "explanation", "student")}
+    filters = {key: _query_text(request, key) for key in ("assignment", "explanation", "student")}
     jobs = job_list_failed(course=course, **filters)[:300]
     context = {
         "course": course,

@@ -188,6 +188,7 @@ def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
     """Parse ``squeue -h -o SQUEUE_FORMAT`` and rank the pending jobs (without a marker: recorded lines of
     the SQUEUE_FIELDS alone)."""
     jobs: dict[str, LiveJob] = {}
+    twice: set[str] = set()  # a job id printed twice: one of the lines is not Slurm's
     for parts in _records(stdout, len(SQUEUE_FIELDS), marker):
         raw = dict(zip((name for name, _ in SQUEUE_FIELDS), parts, strict=True))
         job = LiveJob(
@@ -203,12 +204,13 @@ def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
             start_time=parse_time(raw["start_time"]),
             nodes=clean(raw["nodes"]),
         )
-        if job.job_id in jobs:
-            logger.warning("slurm: squeue printed job %s twice; keeping neither", job.job_id)
-            jobs[job.job_id] = None
+        if job.job_id in jobs or job.job_id in twice:
+            logger.warning("slurm: squeue printed job %s more than once; keeping none of them", job.job_id)
+            jobs.pop(job.job_id, None)
+            twice.add(job.job_id)
             continue
         jobs[job.job_id] = job
-    return with_queue_positions({job_id: job for job_id, job in jobs.items() if job is not None})
+    return with_queue_positions(jobs)
 
 
 def with_queue_positions(jobs: dict[str, LiveJob]) -> dict[str, LiveJob]:

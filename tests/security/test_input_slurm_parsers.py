@@ -46,3 +46,15 @@ def test_markers_differ_from_one_command_to_the_next_and_fit_in_a_time_slurm_pri
 
     assert len(markers) == 100
     assert all(len("1796030280" + marker) <= 19 for marker in markers), "sacct prints 19 characters of a time"
+
+
+def test_a_job_id_printed_twice_keeps_neither_record(caplog: pytest.LogCaptureFixture):
+    # Recorded output read line by line (no marker): the second line of 1820 is not Slurm's.
+    real = D.join(["1820", "student2", "cs101", "gpu", "PENDING", "None", "100", "1796030280", "N/A", "", "ok"])
+    stdout = f"{real}\n{FORGED_SQUEUE}\n"
+
+    with caplog.at_level(logging.WARNING, logger="slurm.parsers"):
+        jobs = parsers.parse_squeue(stdout)
+
+    assert "1820" not in jobs
+    assert "more than once" in caplog.text

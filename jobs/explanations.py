@@ -26,7 +26,7 @@ MAX_LINE_CHARS = 1000
 
 
 def rule_lines(lines: list[str]) -> list[str]:
-    """The bounded part of the output the rules (and hints) look at."""
+    """The bounded part of the output the rules look at (hints search the tails with a time bound)."""
     return [line[:MAX_LINE_CHARS] for line in lines[-MAX_RULE_LINES:]]
 
 
@@ -430,7 +430,7 @@ def explain(job: Job, lines: list[str] | None = None) -> Explanation | None:
 
 
 def hint_messages(job: Job, lines: list[str]) -> list[str]:
-    return [hint.message for hint in hints_matching(job=job, text="\n".join(rule_lines(lines)))]
+    return [hint.message for hint in hints_matching(job=job, text="\n".join(lines))]
 
 
 def status_text(job: Job) -> str:

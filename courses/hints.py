@@ -1,27 +1,11 @@
 """Instructors' hints: patterns checked at save time and matched with a time bound."""
 
-import regex
 from django.db.models import Q
 
 from courses.models import Hint
+from courses.patterns import MATCH_SECONDS, PatternTooSlow, pattern_problem, pattern_search
 
-MATCH_SECONDS = 0.05
-# Inputs on which backtracking patterns blow up; a pattern slow on them is refused at save time.
-PROBES = ("a" * 30 + "!", " ".join(["word"] * 3000) + "!", "x" * 5000 + "\n")
-
-
-def pattern_problem(pattern: str) -> str:
-    """Why an instructor's pattern cannot be used, or '' when it is fine."""
-    try:
-        compiled = regex.compile(pattern)
-    except regex.error as error:
-        return f"This is not a valid regular expression ({error})."
-    try:
-        for probe in PROBES:
-            compiled.search(probe, timeout=MATCH_SECONDS * 4)
-    except TimeoutError:
-        return "This pattern takes too long to search (it backtracks badly); simplify it."
-    return ""
+__all__ = ["MATCH_SECONDS", "hints_matching", "pattern_problem"]
 
 
 def hints_matching(*, job, text: str) -> list[Hint]:
@@ -39,9 +23,9 @@ def hints_matching(*, job, text: str) -> list[Hint]:
             continue
         if hint.pattern:
             try:
-                if not regex.search(hint.pattern, text, timeout=MATCH_SECONDS):
+                if not pattern_search(hint.pattern, text):
                     continue
-            except TimeoutError:
+            except PatternTooSlow:
                 continue
         found.append(hint)
     return found

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 
+from courses.patterns import PatternTooSlow, pattern_fullmatch, pattern_problem
+
 PARAMETER_TYPES = ("int", "float", "choice", "string")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 RESERVED_NAMES = {
@@ -121,10 +123,8 @@ def validate_schema(schema: object) -> list[dict]:
                 raise ValidationError(
                     f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters."
                 )
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ValidationError(f"Parameter '{name}': the pattern is not a valid regular expression ({error}).")
+            if pattern and (problem := pattern_problem(pattern, whole=True)):
+                raise ValidationError(f"Parameter '{name}': {problem[0].lower()}{problem[1:]}")
             clean["pattern"] = pattern
         if "default" not in spec:
             raise ValidationError(f"Parameter '{name}': a default value is required.")
@@ -166,7 +166,7 @@ def coerce_value(spec: dict, raw: object) -> int | float | str:
             raise ValidationError(f"Use at most {MAX_STRING_LENGTH} characters.")
         if not _is_safe_text(value):
             raise ValidationError("Line breaks and other control characters are not allowed.")
-        if spec.get("pattern") and not re.fullmatch(spec["pattern"], value):
+        if spec.get("pattern") and not _matches(spec["pattern"], value):
             raise ValidationError(f"The value must match the pattern {spec['pattern']}.")
         return value
     if spec.get("min") is not None and value < spec["min"]:
@@ -174,6 +174,17 @@ def coerce_value(spec: dict, raw: object) -> int | float | str:
     if spec.get("max") is not None and value > spec["max"]:
         raise ValidationError(f"The largest allowed value is {spec['max']}.")
     return value
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """The whole value matches the pattern, checked with a time bound (courses.patterns)."""
+    try:
+        return pattern_fullmatch(pattern, value)
+    except PatternTooSlow:
+        raise ValidationError(
+            "This value takes too long to check against the assignment's pattern, which backtracks badly. "
+            "Use a shorter or simpler value, and tell your instructor so they can simplify the pattern."
+        )
 
 
 def validate_values(schema: list[dict], raw_values: dict) -> dict:

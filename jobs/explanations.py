@@ -4,6 +4,11 @@ Each entry says what happened, what to do next, and which evidence it rests on. 
 sources are the portal status, Slurm's state, exit code and signal, the pending reason,
 sbatch's rejection message, and the end of the job's output (a bounded tail: never the
 whole log). Instructors' hints (courses.hints) are matched with a time bound.
+
+The rules' work is linear in the log: they see at most MAX_RULE_LINES lines of at most
+MAX_LINE_CHARS characters each (`rule_lines`), and every log pattern is either a plain
+alternation of words or anchored at the start of the line, so none is retried from every
+position of a long line.
 """
 
 import re
@@ -14,6 +19,15 @@ from django.conf import settings
 from courses.hints import hints_matching
 from jobs import files
 from jobs.models import ACTIVE_IN_SLURM, Job, Status
+
+#: What the rules look at: the last lines of the output tails, each cut to its first characters.
+MAX_RULE_LINES = 2000
+MAX_LINE_CHARS = 1000
+
+
+def rule_lines(lines: list[str]) -> list[str]:
+    """The bounded part of the output the rules look at (hints search the tails with a time bound)."""
+    return [line[:MAX_LINE_CHARS] for line in lines[-MAX_RULE_LINES:]]
 
 
 @dataclass(frozen=True)
@@ -235,7 +249,8 @@ CATALOGUE: tuple[Rule, ...] = (
         "The model's loss turned into 'not a number', so training could not continue.",
         "Lower the learning rate or check the input data, then retry.",
         statuses=ENDED | {Status.COMPLETED},
-        log=_re(r"loss\W.*\bnan\b|\bnan\b.*loss"),
+        # Anchored at the line's start: one pass over the line, never a scan from every "loss".
+        log=_re(r"^(?=.*\bnan\b).*loss"),
     ),
     Rule(
         "command-not-found",
@@ -406,7 +421,7 @@ def explain(job: Job, lines: list[str] | None = None) -> Explanation | None:
     """Why the job failed or waits, or None when there is nothing to explain."""
     if job.status not in (Status.FAILED, Status.CANCELLED, Status.REJECTED, Status.PENDING, Status.COMPLETED):
         return None
-    lines = log_lines(job) if lines is None and job.status != Status.PENDING else (lines or [])
+    lines = rule_lines(log_lines(job) if lines is None and job.status != Status.PENDING else (lines or []))
     for rule in CATALOGUE:
         matched, line = rule.matches(job, lines)
         if matched:

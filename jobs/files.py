@@ -1,8 +1,18 @@
-"""Reading a job's directory safely: nothing outside it, no symlinks, bounded reads.
+"""Reading a job's directory safely: nothing outside it, no symlinks, bounded reads and walks.
 
-Every path is opened one component at a time relative to the job directory with
-O_NOFOLLOW, so neither `..`, an absolute path, nor a symlink the job planted (even one
-swapped in after a check) can make the portal read a file outside the job directory.
+Every path is opened one component at a time relative to a directory descriptor with
+O_NOFOLLOW (and O_NONBLOCK, so a FIFO never blocks), and the result is fstat-checked, so
+neither `..`, an absolute path, nor a symlink the job planted (even one swapped in after a
+check) can make the portal read a file outside the job directory.
+
+A file is listed and served only when it belongs to the job's user (the owner of the job
+directory, which the portal gives to the student) and has a single link: where
+fs.protected_hardlinks is off, a job could otherwise hard-link a file the web server may read
+(another student's result, a portal secret) into its directory and download it.
+
+The walk is iterative over directory descriptors (os.scandir on a descriptor): it follows no
+symlinked directory, keeps at most MAX_DEPTH + 1 descriptors open, and looks at no more than
+MAX_SCANNED_ENTRIES entries, however the job shaped its directory.
 """
 
 import os
@@ -10,13 +20,20 @@ import stat
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from tempfile import SpooledTemporaryFile
 
 MAX_LISTED_FILES = 500
+#: Directories deeper than this below the job directory are not walked into.
+MAX_DEPTH = 32
+#: Directory entries looked at by one walk (listing or zip), files and directories alike.
+MAX_SCANNED_ENTRIES = 20_000
+
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
 class UnsafePath(Exception):
-    """The requested path is not a regular file inside the job directory."""
+    """The requested path is not a regular file of the job's user inside the job directory."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +41,24 @@ class JobFile:
     path: str
     size: int
     modified: float
+
+    @property
+    def linkable(self) -> bool:
+        """Whether the name can be put in a download link (a URL path cannot hold a line break)."""
+        return not _has_control(self.path)
+
+    @property
+    def shown_path(self) -> str:
+        """The name with line breaks and other control characters made visible (\\n, \\x1b, ...)."""
+        return "".join(repr(ch)[1:-1] if _is_control(ch) else ch for ch in self.path)
+
+
+def _is_control(ch: str) -> bool:
+    return ord(ch) < 32 or 127 <= ord(ch) < 160
+
+
+def _has_control(text: str) -> bool:
+    return any(_is_control(ch) for ch in text)
 
 
 def _parts(relative: str) -> list[str]:
@@ -35,55 +70,101 @@ def _parts(relative: str) -> list[str]:
     return list(parts)
 
 
+def _servable(info: os.stat_result, owner: int) -> bool:
+    """A regular file of the job's user with no other name anywhere (no hard link)."""
+    return stat.S_ISREG(info.st_mode) and info.st_uid == owner and info.st_nlink == 1
+
+
+def _open_root(root: str) -> int:
+    return os.open(root, _FLAGS | os.O_DIRECTORY)
+
+
 def open_file(root: str, relative: str) -> int:
-    """A read-only descriptor for a regular file under root; raises UnsafePath otherwise."""
+    """A read-only descriptor for a servable file under root; raises UnsafePath otherwise."""
     parts = _parts(relative)
-    flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(root, flags | os.O_DIRECTORY)
+        fd = _open_root(root)
     except OSError as error:
         raise UnsafePath(relative) from error
     try:
+        owner = os.fstat(fd).st_uid
         for part in parts[:-1]:
-            next_fd = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            next_fd = os.open(part, _FLAGS | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = next_fd
-        file_fd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+        file_fd = os.open(parts[-1], _FLAGS, dir_fd=fd)
     except OSError as error:
         raise UnsafePath(relative) from error
     finally:
         os.close(fd)
-    if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+    if not _servable(os.fstat(file_fd), owner):
         os.close(file_fd)
         raise UnsafePath(relative)
     return file_fd
 
 
 def list_files(root: str) -> list[JobFile]:
-    """Regular files under root (symlinks and special files are left out), sorted by path."""
-    found: list[JobFile] = []
-    for path, info in _walk(root):
-        found.append(JobFile(path=path, size=info.st_size, modified=info.st_mtime))
-        if len(found) >= MAX_LISTED_FILES:
-            break
+    """Servable files under root (symlinks, special files, others' files left out), sorted by path."""
+    found = [
+        JobFile(path=path, size=info.st_size, modified=info.st_mtime)
+        for path, info in islice(_walk(root), MAX_LISTED_FILES)
+    ]
     return sorted(found, key=lambda f: f.path)
 
 
-def _walk(root: str, prefix: str = "") -> Iterator[tuple[str, os.stat_result]]:
+def _walk(root: str) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, stat) of each servable file, depth first, without recursion or symlinks."""
     try:
-        entries = sorted(os.scandir(os.path.join(root, prefix) if prefix else root), key=lambda e: e.name)
+        root_fd = _open_root(root)
     except OSError:
         return
-    for entry in entries:
-        relative = f"{prefix}/{entry.name}" if prefix else entry.name
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            yield from _walk(root, relative)
-        elif stat.S_ISREG(info.st_mode):
-            yield relative, info
+    owner = os.fstat(root_fd).st_uid
+    budget = MAX_SCANNED_ENTRIES
+    # Each level: its descriptor, its path prefix, and the entries not yet visited.
+    stack: list[tuple[int, str, Iterator[tuple[str, os.stat_result]]]] = []
+    try:
+        budget = _push(stack, root_fd, "", budget)
+        while stack:
+            fd, prefix, entries = stack[-1]
+            entry = next(entries, None)
+            if entry is None:
+                os.close(stack.pop()[0])
+                continue
+            name, info = entry
+            relative = f"{prefix}{name}"
+            if stat.S_ISDIR(info.st_mode):
+                if len(stack) > MAX_DEPTH or budget <= 0:
+                    continue
+                try:
+                    child = os.open(name, _FLAGS | os.O_DIRECTORY, dir_fd=fd)
+                except OSError:
+                    continue
+                if (os.fstat(child).st_dev, os.fstat(child).st_ino) != (info.st_dev, info.st_ino):
+                    os.close(child)  # swapped after the scan: not the directory we looked at
+                    continue
+                budget = _push(stack, child, f"{relative}/", budget)
+            elif _servable(info, owner):
+                yield relative, info
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def _push(stack: list, fd: int, prefix: str, budget: int) -> int:
+    """Read at most `budget` entries of the directory at fd (sorted by name) onto the stack."""
+    entries = []
+    try:
+        with os.scandir(fd) as scan:
+            for entry in islice(scan, max(budget, 0)):
+                try:
+                    entries.append((entry.name, entry.stat(follow_symlinks=False)))
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    entries.sort(key=lambda item: item[0])
+    stack.append((fd, prefix, iter(entries)))
+    return budget - len(entries)
 
 
 def tail(root: str, relative: str, limit: int) -> tuple[str, bool]:
@@ -99,16 +180,18 @@ def tail(root: str, relative: str, limit: int) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > limit
 
 
-def read_page(root: str, relative: str, *, page: int, page_size: int) -> tuple[str, int]:
-    """One page of a file from its start (1-based), and the file's size."""
+def read_page(root: str, relative: str, *, page: int, page_size: int) -> tuple[str, int, int]:
+    """One page of a file from its start (1-based; past the end: the last page), the file's
+    size, and the number of the page read."""
     try:
         fd = open_file(root, relative)
     except UnsafePath:
-        return "", 0
+        return "", 0, 1
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
+        page = max(1, min(page, -(-size // page_size)))
         handle.seek((page - 1) * page_size)
-        return handle.read(page_size).decode("utf-8", errors="replace"), size
+        return handle.read(page_size).decode("utf-8", errors="replace"), size, page
 
 
 class TooLarge(Exception):
@@ -116,7 +199,7 @@ class TooLarge(Exception):
 
 
 def build_zip(root: str, *, folder: str, max_bytes: int) -> SpooledTemporaryFile:
-    """Every regular file under root in one zip (in a temporary file), inside `folder/`."""
+    """Every servable file under root in one zip (in a temporary file), inside `folder/`."""
     files = list(_walk(root))  # all of them: list_files stops at MAX_LISTED_FILES
     if sum(info.st_size for _, info in files) > max_bytes:
         raise TooLarge(f"The job's files add up to more than {max_bytes // (1024 * 1024)} MB.")

@@ -1,4 +1,6 @@
 import os
+import re
+import sys
 from uuid import UUID
 
 from django.conf import settings
@@ -39,6 +41,7 @@ from jobs.services import (
 from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
 
 LOG_PAGE_BYTES = 64 * 1024
+PAGE_RE = re.compile(r"[0-9]+")
 
 
 @require_POST
@@ -96,7 +99,7 @@ def _course_for_submit(request: HttpRequest, slug: str):
 @require_GET
 @login_required
 def job_list_view(request: HttpRequest) -> HttpResponse:
-    course_slug = request.GET.get("course", "")
+    course_slug = _query_text(request, "course")
     jobs = job_list(user=request.user, course_slug=course_slug)[:200]
     courses = {e.course.slug: e.course for e in request.user.enrollments.select_related("course")}
     context = {"jobs": jobs, "courses": courses.values(), "course_slug": course_slug}
@@ -187,7 +190,9 @@ def job_file(request: HttpRequest, job_uuid: UUID, path: str) -> HttpResponse:
         fd = files.open_file(job.workdir, path)
     except files.UnsafePath:
         raise Http404("No such file in this job's directory.")
-    return FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=os.path.basename(path))
+    # A header cannot hold a line break: the saved file's name gets "_" for any control character.
+    filename = "".join("_" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in os.path.basename(path))
+    return FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=filename)
 
 
 @require_GET
@@ -255,11 +260,26 @@ def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
     name = {"out": job.stdout_name, "err": job.stderr_name}.get(stream)
     if name is None:
         raise Http404("No such log.")
-    page = max(1, int(request.GET.get("page", "1")) if request.GET.get("page", "1").isdigit() else 1)
-    text, total = files.read_page(job.workdir, name, page=page, page_size=LOG_PAGE_BYTES)
+    text, total, page = files.read_page(
+        job.workdir, name, page=_page_number(request.GET.get("page", "1")), page_size=LOG_PAGE_BYTES
+    )
     pages = max(1, -(-total // LOG_PAGE_BYTES))
     context = {"job": job, "name": name, "stream": stream, "text": text, "page": page, "pages": pages}
     return render(request, "jobs/job_log.html", context)
+
+
+def _query_text(request: HttpRequest, key: str) -> str:
+    """A filter from the query string. PostgreSQL text cannot hold NUL, so no stored value has one and a
+    query holding one would fail: NUL characters are dropped."""
+    return request.GET.get(key, "").replace("\x00", "")
+
+
+def _page_number(raw: str) -> int:
+    """A ?page= value: digits only (past the last page reads the last page), anything else is not a page."""
+    page = (int(raw) if len(raw) <= 18 else sys.maxsize) if PAGE_RE.fullmatch(raw) else 0
+    if page < 1:
+        raise Http404("No such page.")
+    return page
 
 
 @require_GET
@@ -267,7 +287,7 @@ def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
 def course_failures(request: HttpRequest, slug: str) -> HttpResponse:
     """The TAs' triage list: failed attempts of the course, newest first, with filters."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
-    filters = {key: request.GET.get(key, "") for key in ("assignment", "explanation", "student")}
+    filters = {key: _query_text(request, key) for key in ("assignment", "explanation", "student")}
     jobs = job_list_failed(course=course, **filters)[:300]
     context = {
         "course": course,

@@ -7,6 +7,7 @@ one asks for the whole gap again. Re-ingesting a window rewrites the same values
 """
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -55,14 +56,16 @@ class IngestResult:
     seconds: float
 
 
+#: Exactly the names the portal gives its jobs (jobs.models.Job.slurm_name); uuid.UUID alone would also
+#: take braces, "urn:uuid:", capitals and missing hyphens.
+PORTAL_NAME_RE = re.compile(re.escape(PORTAL_NAME_PREFIX) + r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+
+
 def portal_job_uuid(job_name: str) -> uuid.UUID | None:
     """The portal job's UUID from a Slurm job name ``lq-<uuid>``; None for any other name."""
-    if not job_name.startswith(PORTAL_NAME_PREFIX):
+    if not PORTAL_NAME_RE.fullmatch(job_name):
         return None
-    try:
-        return uuid.UUID(job_name[len(PORTAL_NAME_PREFIX) :])
-    except ValueError:
-        return None
+    return uuid.UUID(job_name[len(PORTAL_NAME_PREFIX) :])
 
 
 def usage_ingest(*, now: datetime | None = None) -> IngestResult:
@@ -89,16 +92,20 @@ def usage_ingest(*, now: datetime | None = None) -> IngestResult:
 
 
 def usage_records_save(*, cluster: str, records: Iterable["slurm.AcctRecord"], now: datetime) -> int:
-    """Upsert allocation records; link each to its portal job by the lq-<uuid> name. Two queries per batch."""
+    """Upsert allocation records; link each to its portal job by the lq-<uuid> name. Two queries per batch.
+
+    Anyone can give a job any name, so a record is linked only when it ran as the portal job's cluster
+    user: another user's job named after a portal job stays unlinked (outside the portal)."""
     records = [record for record in records if record.submit is not None]
     uuids = {u for u in (portal_job_uuid(record.name) for record in records) if u}
-    job_ids = dict(Job.objects.filter(uuid__in=uuids).values_list("uuid", "pk")) if uuids else {}
+    jobs = Job.objects.filter(uuid__in=uuids).values_list("uuid", "pk", "run_as") if uuids else []
+    job_ids = {(job_uuid, run_as): pk for job_uuid, pk, run_as in jobs}
     rows = [
         UsageRecord(
             cluster=cluster,
             slurm_job_id=record.job_id,
             submitted_at=record.submit,
-            job_id=job_ids.get(portal_job_uuid(record.name)),
+            job_id=job_ids.get((portal_job_uuid(record.name), record.user)),
             job_name=record.name[:200],
             user=record.user,
             account=record.account,

@@ -51,11 +51,12 @@ def submit(spec: JobSpec) -> str:
 
 def queue() -> dict[str, LiveJob]:
     """Every job slurmctld knows (all users, all states), keyed by job id: ONE squeue."""
+    marker = parsers.framing_marker()
     stdout = runner.run(
         ["squeue", "-h", "-a", "-r", "-t", "all", "-o", parsers.SQUEUE_FORMAT],
-        env_extra=TIME_ENV,
+        env_extra=_framed_time_env(marker),
     )
-    return parsers.parse_squeue(stdout)
+    return parsers.parse_squeue(stdout, marker=marker)
 
 
 def accounting(
@@ -90,7 +91,8 @@ def accounting(
         argv += ["-E", _slurm_time(until)]
     if accounts:
         argv += ["-A", ",".join(_check_name(account) for account in accounts)]
-    return parsers.parse_sacct(runner.run(argv, env_extra=TIME_ENV))
+    marker = parsers.framing_marker()
+    return parsers.parse_sacct(runner.run(argv, env_extra=_framed_time_env(marker)), marker=marker)
 
 
 def find_by_name(job_name: str) -> str | None:
@@ -117,6 +119,11 @@ def cancel(job_id: str, *, run_as: str) -> None:
             logger.info("slurm: job %s already finished: %s", job_id, exc.message)
             return
         raise
+
+
+def _framed_time_env(marker: str) -> dict[str, str]:
+    """Times as epochs followed by the marker that ends each record (see slurm.parsers, "Framing")."""
+    return {**TIME_ENV, "SLURM_TIME_FORMAT": parsers.TIME_FORMAT.format(marker=marker)}
 
 
 def _slurm_time(moment: datetime) -> str:

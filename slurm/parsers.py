@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
+import string
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
@@ -17,6 +19,19 @@ logger = logging.getLogger(__name__)
 #: which no account, partition, state or node list can hold. The free-text fields
 #: (job name, comment) come last, so even a name holding it cannot shift the others.
 DELIMITER = "\x1f"
+
+# Framing. Anyone who can submit a job chooses its name (and comment), and Slurm prints them as
+# they are, line breaks and delimiters included: a name "x\n<a whole forged line>" adds a line
+# that reads like another job's record. So the adapter frames every record with a marker no job
+# can know: SLURM_TIME_FORMAT is "%s" plus a random marker made for each command (in the
+# command's environment, which other users cannot read), and each record ends with its submit
+# time (always set) after the free text. A record is the text up to "<marker>\n"; a job name
+# holding line breaks or delimiters stays inside its own record. Output read without a marker
+# (recorded output in tests) is read line by line, as Slurm printed it.
+#: The time format for a marker (`framing_marker`).
+TIME_FORMAT = "%s{marker}"
+MARKER_LENGTH = 8
+_MARKER_ALPHABET = string.ascii_letters + string.digits
 
 #: squeue -o fields, in order; the job name (free text) last.
 SQUEUE_FIELDS = (
@@ -32,7 +47,8 @@ SQUEUE_FIELDS = (
     ("nodes", "%N"),
     ("name", "%j"),
 )
-SQUEUE_FORMAT = DELIMITER.join(code for _, code in SQUEUE_FIELDS)
+#: What the adapter asks for: the fields, then the submit time again as the record's end (see "Framing").
+SQUEUE_FORMAT = DELIMITER.join(code for _, code in SQUEUE_FIELDS) + DELIMITER + "%V"
 
 #: sacct -o fields, in order; the free-text JobName and Comment last.
 SACCT_FIELDS = (
@@ -54,7 +70,9 @@ SACCT_FIELDS = (
     "JobName",
     "Comment",
 )
-SACCT_FORMAT = ",".join(SACCT_FIELDS)
+SACCT_FORMAT = ",".join(SACCT_FIELDS) + ",Submit"
+#: A job id as squeue -r and sacct -X print it: 123, 123_4, 123_[1-3] (a pending array), 123+0 (het).
+JOB_ID_RE = re.compile(r"\d+(?:_(?:\d+|\[[\d,%\-]+\]))?(?:\+\d+)?")
 
 _NO_TIME = {"", "N/A", "NONE", "UNKNOWN", "0", "INVALID"}
 _EMPTY = {"None", "(null)", "None assigned"}
@@ -63,6 +81,15 @@ _MEM_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}
 
 class ParseError(ValueError):
     """Output that does not look like what the command should print."""
+
+
+def framing_marker() -> str:
+    """A fresh marker for one squeue or sacct: about 47 random bits no job can know in advance.
+
+    Short because Slurm cuts formatted times: sacct (22.05) prints at most 19 characters of a time,
+    so after the 10 digits of an epoch there is room for 9 ("~" and 8 letters or digits).
+    """
+    return "~" + "".join(secrets.choice(_MARKER_ALPHABET) for _ in range(MARKER_LENGTH))
 
 
 def parse_time(value: str) -> datetime | None:
@@ -125,21 +152,44 @@ def job_id_key(job_id: str) -> tuple[int, int]:
 
 def _split(line: str, count: int) -> list[str] | None:
     parts = line.split(DELIMITER, count - 1)
-    if len(parts) != count:
+    if len(parts) != count or not JOB_ID_RE.fullmatch(parts[0].strip()):
         logger.warning("slurm: skipping unreadable line %r", line)
         return None
     return parts
 
 
-def parse_squeue(stdout: str) -> dict[str, LiveJob]:
-    """Parse ``squeue -h -o SQUEUE_FORMAT`` and rank the pending jobs."""
+def _records(stdout: str, count: int, marker: str) -> list[list[str]]:
+    """The records of the output, each as `count` fields (the last one free text), bad ones dropped and logged.
+
+    With a marker: records end with DELIMITER, the submit time and "<marker>\n" (see TIME_FORMAT);
+    without: one record per line.
+    """
+    if not marker:
+        # Not splitlines(): names may hold \x0b, \x1c, ...
+        lines = (line for line in stdout.split("\n") if line.strip())
+        return [parts for parts in (_split(line, count) for line in lines) if parts is not None]
+    *framed, rest = stdout.split(marker + "\n")
+    if rest.strip():
+        logger.error(
+            "slurm: dropping output not framed by the time marker (is SLURM_TIME_FORMAT honoured?): %r", rest[:500]
+        )
+    records = []
+    for text in framed:
+        body, _, end = text.replace(marker, "").rpartition(DELIMITER)
+        if not end.strip().isdigit():
+            logger.warning("slurm: skipping a record without its end %r", text[:500])
+            continue
+        if (parts := _split(body, count)) is not None:
+            records.append(parts)
+    return records
+
+
+def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
+    """Parse ``squeue -h -o SQUEUE_FORMAT`` and rank the pending jobs (without a marker: recorded lines of
+    the SQUEUE_FIELDS alone)."""
     jobs: dict[str, LiveJob] = {}
-    for line in stdout.split("\n"):  # not splitlines(): names may hold \x0b, \x1c, ...
-        if not line.strip():
-            continue
-        parts = _split(line, len(SQUEUE_FIELDS))
-        if parts is None:
-            continue
+    twice: set[str] = set()  # a job id printed twice: one of the lines is not Slurm's
+    for parts in _records(stdout, len(SQUEUE_FIELDS), marker):
         raw = dict(zip((name for name, _ in SQUEUE_FIELDS), parts, strict=True))
         job = LiveJob(
             job_id=raw["job_id"].strip(),
@@ -154,6 +204,11 @@ def parse_squeue(stdout: str) -> dict[str, LiveJob]:
             start_time=parse_time(raw["start_time"]),
             nodes=clean(raw["nodes"]),
         )
+        if job.job_id in jobs or job.job_id in twice:
+            logger.warning("slurm: squeue printed job %s more than once; keeping none of them", job.job_id)
+            jobs.pop(job.job_id, None)
+            twice.add(job.job_id)
+            continue
         jobs[job.job_id] = job
     return with_queue_positions(jobs)
 
@@ -216,16 +271,26 @@ def parse_state(value: str) -> tuple[str, str]:
     return words[0], by
 
 
-def parse_sacct(stdout: str) -> dict[str, AcctRecord]:
-    """Parse ``sacct -X -P -n --delimiter=DELIMITER -o SACCT_FORMAT``."""
+def _name_and_comment(text: str) -> tuple[str, str] | None:
+    """JobName and Comment, both free text, from what follows the fixed fields; None when the comment
+    field is missing. The name ends at the first delimiter; the comment takes any extra."""
+    name, sep, comment = text.partition(DELIMITER)
+    if not sep:
+        logger.warning("slurm: skipping a record without a comment field %r", text[:500])
+        return None
+    return name, comment
+
+
+def parse_sacct(stdout: str, *, marker: str = "") -> dict[str, AcctRecord]:
+    """Parse ``sacct -X -P -n --delimiter=DELIMITER -o SACCT_FORMAT`` (without a marker: recorded lines of
+    the SACCT_FIELDS alone)."""
     records: dict[str, AcctRecord] = {}
-    for line in stdout.split("\n"):  # not splitlines(): names may hold \x0b, \x1c, ...
-        if not line.strip():
+    for parts in _records(stdout, len(SACCT_FIELDS) - 1, marker):
+        free_text = _name_and_comment(parts[-1])
+        if free_text is None:
             continue
-        parts = _split(line, len(SACCT_FIELDS))
-        if parts is None:
-            continue
-        raw = dict(zip(SACCT_FIELDS, parts, strict=True))
+        raw = dict(zip(SACCT_FIELDS[:-2], parts[:-1], strict=True))
+        raw["JobName"], raw["Comment"] = free_text
         state, cancelled_by = parse_state(raw["State"])
         exit_code, sig = parse_exit_code(raw["ExitCode"])
         tres = parse_tres(raw["AllocTRES"])

@@ -1,0 +1,55 @@
+"""Patterns instructors write (hint patterns, string parameter patterns): checked at save time
+and matched with a time bound, so no pattern can make a request or a worker spin.
+
+The `regex` library stops a match after `timeout` seconds (the standard `re` cannot be
+interrupted). At save time a pattern is tried on inputs where backtracking patterns blow up
+and refused if it is slow on them; every later match is still bounded, for patterns saved
+before this check existed or slow on inputs the probes do not cover.
+"""
+
+import regex
+
+MATCH_SECONDS = 0.05
+# Inputs on which backtracking patterns blow up; a pattern slow on them is refused at save time.
+SEARCH_PROBES = ("a" * 30 + "!", " ".join(["word"] * 3000) + "!", "x" * 5000 + "\n")
+# Whole-value matches (parameter values, at most a few hundred characters) blow up on a long run of
+# what a repeated group accepts followed by one character it refuses.
+WHOLE_PROBES = tuple(run * 30 + "!" for run in ("a", "A", "0", "a-", "a.", "a_", "a ", "-", "."))
+
+
+class PatternTooSlow(Exception):
+    """Matching took longer than MATCH_SECONDS."""
+
+
+def pattern_problem(pattern: str, *, whole: bool = False) -> str:
+    """Why an instructor's pattern cannot be used, or '' when it is fine.
+
+    `whole`: the pattern must match a whole value (parameters), else it is searched for (hints).
+    """
+    try:
+        compiled = regex.compile(pattern)
+    except regex.error as error:
+        return f"The pattern is not a valid regular expression ({error})."
+    match = compiled.fullmatch if whole else compiled.search
+    try:
+        for probe in WHOLE_PROBES if whole else SEARCH_PROBES:
+            match(probe, timeout=MATCH_SECONDS * 4)
+    except TimeoutError:
+        return "The pattern takes too long to match (it backtracks badly); simplify it."
+    return ""
+
+
+def pattern_search(pattern: str, text: str) -> bool:
+    """Whether the pattern occurs in text; raises PatternTooSlow after MATCH_SECONDS."""
+    try:
+        return regex.search(pattern, text, timeout=MATCH_SECONDS) is not None
+    except TimeoutError as error:
+        raise PatternTooSlow(pattern) from error
+
+
+def pattern_fullmatch(pattern: str, text: str) -> bool:
+    """Whether the pattern matches all of text; raises PatternTooSlow after MATCH_SECONDS."""
+    try:
+        return regex.fullmatch(pattern, text, timeout=MATCH_SECONDS) is not None
+    except TimeoutError as error:
+        raise PatternTooSlow(pattern) from error

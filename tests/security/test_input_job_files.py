@@ -1,0 +1,246 @@
+"""Attacks through the files a job leaves in its directory: names that break pages, hard links to
+files of other accounts, directories too deep or too large to walk, logs crafted to make the
+explanation rules slow, crafted log page numbers.
+
+The web requests are real (Django's test client); the job directory is a real directory under the
+test's job root, owned by the student's POSIX account as the portal makes it; one test runs a real
+job on the lab cluster that writes the hostile file names itself.
+"""
+
+import io
+import os
+import pwd
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from courses.models import Assignment
+from jobs import explanations, files
+from jobs.models import Job, Status
+from tests.conftest import dispatch, submit_form, wait_for_status
+
+STUDENT_ACCOUNT = "student1"
+CLASSMATE_ACCOUNT = "student2"
+
+
+def give_to(path: Path, account: str) -> None:
+    user = pwd.getpwnam(account)
+    os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+
+
+@pytest.fixture
+def job(finished_job) -> Job:
+    """The finished job's directory, owned by the student with job.out and results/out.txt in it."""
+    workdir = Path(finished_job.workdir)
+    (workdir / "results").mkdir()
+    (workdir / "job.out").write_text("epoch 1 done\n")
+    (workdir / "results" / "out.txt").write_text("done run\n")
+    for path in (workdir, workdir / "results", workdir / "job.out", workdir / "results" / "out.txt"):
+        give_to(path, STUDENT_ACCOUNT)
+    return finished_job
+
+
+def page(client, job: Job) -> str:
+    response = client.get(reverse("jobs:job-detail", args=[job.uuid]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def listed(client, job: Job) -> list[str]:
+    return [f.path for f in page_files(client, job)]
+
+
+def page_files(client, job: Job) -> list:
+    response = client.get(reverse("jobs:job-detail", args=[job.uuid]))
+    assert response.status_code == 200
+    return response.context["files"]
+
+
+def download(client, job: Job, path: str):
+    return client.get(reverse("jobs:job-file", args=[job.uuid, path]))
+
+
+def zip_names(client, job: Job) -> list[str]:
+    response = client.get(reverse("jobs:job-zip", args=[job.uuid]))
+    assert response.status_code == 200
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    return sorted(name.split("/", 1)[1] for name in archive.namelist())
+
+
+# ---- names ----
+
+
+@pytest.mark.slurm
+def test_a_real_job_that_writes_a_file_named_with_a_line_break_keeps_its_page_and_the_tas_view_working(
+    client, student, ta, course
+):
+    Assignment.objects.create(
+        course=course,
+        slug="names",
+        title="Odd names",
+        script_template="echo hi > $'new\\nline.txt'\necho red > $'esc\\x1b[31mred.txt'\necho ok\n",
+        parameters=[],
+        gpus=0,
+        cpus=1,
+        mem_mb=500,
+        minutes=5,
+    )
+    client.force_login(student)
+    data = {k: v for k, v in submit_form(gpus="0").items() if not k.startswith("param_")}
+    assert client.post(reverse("jobs:job-create", args=["cs101", "names"]), data).status_code == 302
+    job = wait_for_status(dispatch(Job.objects.get()), Status.COMPLETED)
+    assert (Path(job.workdir) / "new\nline.txt").read_text() == "hi\n", "the job really wrote the file"
+
+    for viewer in (student, ta):
+        client.force_login(viewer)
+        text = page(client, job)
+        assert "new\\nline.txt" in text and "esc\\x1b[31mred.txt" in text, "shown with the characters made visible"
+        assert "cannot be linked: it is in the zip download" in text
+    assert {"new\nline.txt", "esc\x1b[31mred.txt"} <= set(zip_names(client, job)), "nothing is lost"
+
+
+def test_a_file_named_with_a_carriage_return_downloads_under_a_usable_name(client, student, job):
+    odd = Path(job.workdir) / "car\rriage.txt"
+    odd.write_text("data\n")
+    give_to(odd, STUDENT_ACCOUNT)
+    client.force_login(student)
+
+    response = download(client, job, "car\rriage.txt")
+
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"data\n"
+    assert 'filename="car_riage.txt"' in response["Content-Disposition"]
+
+
+# ---- owners and links ----
+
+
+def test_a_hard_link_to_a_classmates_file_planted_in_the_job_directory_is_neither_listed_nor_served(
+    client, student, job, tmp_path
+):
+    # A classmate's result the web server may read. Where fs.protected_hardlinks is off, the student's job
+    # can hard-link it into its own directory (root does it here: this machine has the protection on).
+    theirs = tmp_path / "classmate-results.csv"
+    theirs.write_text("student2,98\n")
+    give_to(theirs, CLASSMATE_ACCOUNT)
+    os.link(theirs, Path(job.workdir) / "grades.csv")
+    client.force_login(student)
+
+    assert "grades.csv" not in listed(client, job)
+    assert download(client, job, "grades.csv").status_code == 404
+    assert zip_names(client, job) == ["job.out", "results/out.txt"]
+
+
+def test_a_file_of_another_account_in_the_job_directory_is_neither_listed_nor_served(client, student, job):
+    planted = Path(job.workdir) / "results" / "secret.txt"
+    planted.write_text("not the student's\n")
+    give_to(planted, CLASSMATE_ACCOUNT)
+    client.force_login(student)
+
+    assert "results/secret.txt" not in listed(client, job)
+    assert download(client, job, "results/secret.txt").status_code == 404
+    assert zip_names(client, job) == ["job.out", "results/out.txt"]
+
+
+def test_a_second_hard_link_to_the_students_own_file_is_neither_listed_nor_served(client, student, job):
+    os.link(Path(job.workdir) / "results" / "out.txt", Path(job.workdir) / "copy.txt")
+    client.force_login(student)
+
+    assert "copy.txt" not in listed(client, job)
+    assert download(client, job, "copy.txt").status_code == 404
+    assert download(client, job, "results/out.txt").status_code == 404, "both names of the file are refused"
+
+
+# ---- walking ----
+
+
+def test_1300_nested_directories_answer_the_page_and_the_zip_without_walking_past_the_depth_bound(client, student, job):
+    fd = os.open(job.workdir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1300):
+            os.mkdir("d", dir_fd=fd)
+            os.chown("d", pwd.getpwnam(STUDENT_ACCOUNT).pw_uid, -1, dir_fd=fd, follow_symlinks=False)
+            next_fd = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        deep = os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.fchown(deep, pwd.getpwnam(STUDENT_ACCOUNT).pw_uid, -1)
+        os.close(deep)
+    finally:
+        os.close(fd)
+    client.force_login(student)
+
+    try:
+        assert listed(client, job) == ["job.out", "results/out.txt"]
+        assert zip_names(client, job) == ["job.out", "results/out.txt"]
+    finally:  # shutil.rmtree (the job root's cleanup) recurses and cannot remove this tree
+        subprocess.run(["rm", "-rf", "--", str(Path(job.workdir) / "d")], check=True)
+
+
+def test_a_directory_with_more_entries_than_the_walk_bound_is_read_only_up_to_the_bound(client, student, job):
+    crowd = Path(job.workdir) / "crowd"
+    crowd.mkdir()
+    give_to(crowd, STUDENT_ACCOUNT)
+    uid = pwd.getpwnam(STUDENT_ACCOUNT).pw_uid
+    for number in range(files.MAX_SCANNED_ENTRIES + 5000):
+        path = crowd / f"f{number:06d}"
+        path.touch()
+        os.chown(path, uid, -1)
+    client.force_login(student)
+
+    assert len(listed(client, job)) == files.MAX_LISTED_FILES
+    assert len(zip_names(client, job)) <= files.MAX_SCANNED_ENTRIES
+
+
+# ---- logs ----
+
+
+@pytest.mark.timeout(60)
+def test_a_huge_crafted_log_is_explained_by_rules_that_look_at_a_bounded_part_of_it(client, student, job, settings):
+    # A site may show a long tail; the job prints one enormous line of "loss " and never "nan": the old
+    # NaN rule retried its scan from every "loss" (quadratic: hours for a 1 MB line).
+    settings.LABQUEUE_LOG_TAIL_BYTES = 1024 * 1024
+    Path(job.workdir, job.stdout_name).write_bytes(b"loss " * (4 * 1024 * 1024 // 5) + b"\nTraceback\n")
+    Job.objects.filter(pk=job.pk).update(status=Status.FAILED, slurm_state="FAILED", exit_code=1)
+    client.force_login(student)
+
+    response = client.get(reverse("jobs:job-detail", args=[job.uuid]))
+
+    assert response.status_code == 200
+    assert response.context["explanation"].key == "nonzero-exit"
+    seen = explanations.rule_lines(explanations.log_lines(Job.objects.get(pk=job.pk)))
+    assert len(seen) <= explanations.MAX_RULE_LINES
+    assert max(len(line) for line in seen) <= explanations.MAX_LINE_CHARS
+
+
+# ---- log pages ----
+
+
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [
+        ("abc", 404),
+        ("-1", 404),
+        ("0", 404),
+        ("1e9", 404),
+        ("\x00", 404),
+        ("\u00b2", 404),  # "²": str.isdigit() says yes, int() says no
+        ("4", 200),
+        ("99999999999999999999", 200),
+        ("9" * 5000, 200),  # more digits than int() converts
+    ],
+)
+def test_a_crafted_log_page_number_answers_404_or_the_last_page_never_a_server_error(
+    client, student, job, value, status
+):
+    Path(job.workdir, job.stdout_name).write_bytes(b"a" * (3 * 64 * 1024 - 10))
+    client.force_login(student)
+
+    response = client.get(reverse("jobs:job-log", args=[job.uuid, "out"]), {"page": value})
+
+    assert response.status_code == status
+    if status == 200:
+        assert "page 3 of 3" in response.content.decode()

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 import slurm
 from clusterpolicy.selectors import lab_reservation_for, lab_reservations_over
+from courses.selectors import course_role
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
 from jobs.models import ACTIVE_IN_SLURM, Job, JobEvent, Status
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 def job_dispatch(*, job_id: int) -> None:
     """Send a queued job to Slurm. Raises slurm.SlurmUnavailable or WorkdirUnavailable to be retried."""
-    job = Job.objects.select_related("assignment__course").get(pk=job_id)
+    job = Job.objects.select_related("assignment__course", "user").get(pk=job_id)
     if job.status != Status.QUEUED:
         return
     if not job_transition(
@@ -38,6 +39,9 @@ def job_dispatch(*, job_id: int) -> None:
     ):
         return
     try:
+        refusal = _last_line_of_defence(job)
+        if refusal:
+            raise WorkdirError(refusal)
         slurm_id = slurm.find_by_name(job.slurm_name) if job.submit_attempts else None
         if slurm_id is None:
             script_path = workdir_prepare(
@@ -91,6 +95,17 @@ def job_dispatch(*, job_id: int) -> None:
     )
     if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
         job_scancel_enqueue(job.pk)
+
+
+def _last_line_of_defence(job: Job) -> str:
+    """Why a job saved earlier must not run now, checked again just before anything runs as the student
+    (the web side checked when it was saved): a student dropped from the course since."""
+    if course_role(user=job.user, course=job.assignment.course) is None:
+        return (
+            f"You are no longer enrolled in {job.assignment.course}, so this job was not sent. If this is a "
+            "mistake, ask the course's instructor to add you to the roster again, then press Retry."
+        )
+    return ""
 
 
 def local_failure(job: Job, *, reason: str) -> bool:

@@ -1,0 +1,29 @@
+"""The worker checks again, just before anything runs as the student, what the web side checked when the
+job was saved: a job that waited in the queue while its student was dropped is not sent."""
+
+import pytest
+from django.urls import reverse
+
+from jobs.dispatch import job_dispatch
+from jobs.models import Job, Status
+from slurm.runner import command_log
+from tests.conftest import submit_form
+
+pytestmark = pytest.mark.slurm
+
+
+def test_a_job_queued_before_its_student_was_dropped_is_refused_at_dispatch_without_running_anything(
+    client, course, student, assignment
+):
+    client.force_login(student)
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
+    job = Job.objects.get()
+    course.enrollments.filter(user=student).delete()  # the roster drop, while the job waited in the queue
+
+    with command_log() as commands:
+        job_dispatch(job_id=job.pk)
+
+    assert commands == [], "no helper, no sbatch: nothing ran as the student"
+    job.refresh_from_db()
+    assert job.status == Status.REJECTED and not job.slurm_job_id
+    assert job.message.startswith("You are no longer enrolled in CS101")

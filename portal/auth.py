@@ -68,7 +68,7 @@ class AccountAdapter(DefaultAccountAdapter):
         """Only for an account that has a password of its own, and only while local passwords are on: a roster
         or SSO account has none, and whoever owns the e-mail address a roster gave it must not get one."""
         if not local_passwords_enabled() or not user.has_usable_password():
-            log.warning("Password reset for %s (netid %s) not sent: it has no local password", user, user.netid)
+            log.warning("Password reset for %s (netid %s) not sent: no local password to reset", user, user.netid)
             return
         super().send_password_reset_mail(user, email, context)
 

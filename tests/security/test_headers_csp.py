@@ -3,7 +3,9 @@ scripts and styles only from the portal's own static files, so an inline <script
 on...= handler (an injected one included) is blocked by the browser. Every script and stylesheet a page
 names is served from static/, and the job page still polls its status with htmx from there."""
 
+import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import requests
@@ -13,6 +15,7 @@ from django.urls import reverse
 from tests.conftest import job_row
 
 User = get_user_model()
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 
 def directives(response: requests.Response) -> dict[str, list[str]]:
@@ -128,3 +131,14 @@ def test_the_admin_carries_the_policy_too(live_server, client, db):
     assert response.status_code == 200
     assert_only_own_scripts_and_styles(response)
     assert page(response).inline == []
+
+
+INLINE = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>|<style\b|\sstyle=|\son[a-z]+=|javascript:", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    "template", sorted(TEMPLATES.rglob("*.html")), ids=lambda path: str(path.relative_to(TEMPLATES))
+)
+def test_no_template_holds_code_the_policy_would_block(template):
+    """Pages no test above renders too (reports, statements, lab sessions...): none may rely on inline code."""
+    assert INLINE.findall(template.read_text()) == []

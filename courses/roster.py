@@ -1,6 +1,8 @@
 """Course rosters from CSV: parse, check every row, and diff against the current enrollments.
 
-Pure: no database. The view shows the plan as a preview; `courses.services.roster_apply` applies
+Pure: no database (each netid is checked against the system's user database by
+portal.identity: a roster never names root or a system account). The view shows
+the plan as a preview; `courses.services.roster_apply` applies
 it in one transaction. A roster with any bad row yields no plan to apply at all.
 
 The CSV has a header row naming the columns ``netid``, ``email``, ``name`` and ``role`` (any order,
@@ -21,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from courses.models import Role
+from portal.identity import netid_refusal
 from portal.models import POSIX_NAME
 
 COLUMNS = ("netid", "email", "name", "role")
@@ -140,6 +143,8 @@ def _row(line: int, record: list[str], index: Mapping[str, int]) -> tuple[Roster
         problems.append("the netid is empty.")
     elif not _POSIX.fullmatch(netid):
         problems.append(f"“{cell('netid')}” is not a valid cluster user name (netid).")
+    elif reason := netid_refusal(netid):
+        problems.append(reason)
     email = cell("email")
     if email:
         try:

@@ -24,6 +24,7 @@ from jobs.explanations import explain
 from jobs.models import ACTIVE_IN_SLURM, Job, JobEvent, Status
 from jobs.services import job_transition
 from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_prepare
+from portal.identity import netid_refusal
 from slurm import reservations, states
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,11 @@ def job_dispatch(*, job_id: int) -> None:
 
 def _last_line_of_defence(job: Job) -> str:
     """Why a job saved earlier must not run now, checked again just before anything runs as the student
-    (the web side checked when it was saved): a student dropped from the course since."""
+    (the web side checked when it was saved): a cluster account the portal must never become (root, a
+    system account, the deny list), a student dropped from the course since."""
+    refusal = netid_refusal(job.run_as)
+    if refusal:
+        return refusal
     if course_role(user=job.user, course=job.assignment.course) is None:
         return (
             f"You are no longer enrolled in {job.assignment.course}, so this job was not sent. If this is a "

@@ -1,11 +1,18 @@
 """Login glue for django-allauth. Accounts are provisioned (seed, roster, SSO), never self-made.
 
+Local passwords are off unless the settings turn them on (the demo, or LABQUEUE_LOCAL_PASSWORDS):
+`local_passwords_enabled` is the one switch, `PasswordGateBackend` makes every password fail while it
+is off (the admin's login form included), and a password reset is never mailed for an account that
+has no password of its own (a roster or SSO account), so an e-mail address is never a way in.
+
 Campus SSO (SAML or OIDC) goes through `SocialAccountAdapter`:
 
-1. `pre_social_login` reads the identity (portal.sso), refuses people from outside the campus scope
-   and people without a cluster account (each with its own page), links a first login to the person
-   a roster or an admin already created with that netid, and re-applies the staff flag and IdP-group
-   course roles on every login.
+1. `pre_social_login` reads the identity (portal.sso) under what the IdP may vouch for (its netid
+   scopes), refuses people from outside the campus scope, netids the portal must never become
+   (portal.identity) and people without a cluster account (each with its own page), links a first
+   login to the person a roster or an admin already created with that netid (never to an account
+   with staff or superuser rights: an operator links those), and re-applies the staff flag and
+   IdP-group course roles on every login.
 2. For someone new, allauth signs them up: `populate_user` proposes username = netid and `save_user`
    sets the netid in its own field. allauth may rename the username when it is taken (``jdoe1``);
    the netid is never touched by that and is checked again after the save.
@@ -20,10 +27,13 @@ from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.shortcuts import render, resolve_url
 
 from portal import sso
+from portal.identity import netid_refusal
 from portal.signals import sso_course_roles
 
 log = logging.getLogger(__name__)
@@ -33,9 +43,34 @@ log = logging.getLogger(__name__)
 SAML_SESSION_KEY = "labqueue_saml_login"
 
 
+def local_passwords_enabled() -> bool:
+    """May anyone sign in, reset or change a password here? allauth's SOCIALACCOUNT_ONLY, which the settings
+    derive from LABQUEUE_LOCAL_PASSWORDS / LABQUEUE_DEMO / LABQUEUE_SSO_ONLY, is the one switch: allauth's own
+    views follow it too, so the two can never disagree."""
+    return not settings.SOCIALACCOUNT_ONLY
+
+
+class PasswordGateBackend(ModelBackend):
+    """Django's ModelBackend, first in AUTHENTICATION_BACKENDS: while local passwords are off, any password
+    stops authentication outright (PermissionDenied ends Django's loop over the backends), whichever form sent it."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if password is not None and not local_passwords_enabled():
+            raise PermissionDenied
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
 class AccountAdapter(DefaultAccountAdapter):
     def is_open_for_signup(self, request) -> bool:
         return False
+
+    def send_password_reset_mail(self, user, email: str, context: dict) -> None:
+        """Only for an account that has a password of its own, and only while local passwords are on: a roster
+        or SSO account has none, and whoever owns the e-mail address a roster gave it must not get one."""
+        if not local_passwords_enabled() or not user.has_usable_password():
+            log.warning("Password reset for %s (netid %s) not sent: no local password to reset", user, user.netid)
+            return
+        super().send_password_reset_mail(user, email, context)
 
     def login(self, request: HttpRequest, user) -> None:
         super().login(request, user)
@@ -98,6 +133,9 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         except sso.IdentityRefused as refused:
             log.warning("SSO login refused (%s): %s", sociallogin.account.provider, refused.reason)
             raise _refused(request, refused.reason)
+        if reason := netid_refusal(identity.netid):
+            log.warning("SSO login refused (%s): %s (%s)", sociallogin.account.provider, reason, identity.scoped_name)
+            raise _refused(request, reason)
         if sociallogin.is_existing and sociallogin.user.netid not in (None, identity.netid):
             log.error(
                 "SSO identity %s maps to %s, but its account has netid %s",
@@ -122,6 +160,18 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             )
         if not sociallogin.is_existing:
             existing = get_user_model().objects.filter(netid=identity.netid).first()
+            if existing is not None and (existing.is_staff or existing.is_superuser):
+                log.warning(
+                    "SSO login refused (%s): %s would be a first link to %s, which has staff or superuser rights",
+                    sociallogin.account.provider,
+                    identity.scoped_name,
+                    existing.username,
+                )
+                raise _refused(
+                    request,
+                    f"The portal account for “{identity.netid}” has administrator rights, so a campus sign-in is "
+                    "linked to it only by the portal's operators. Ask them to link your campus identity.",
+                )
             if existing is not None:
                 sociallogin.connect(request, existing)  # a roster or admin created this person already
         if sociallogin.is_existing:
@@ -149,9 +199,10 @@ def _refused(request: HttpRequest, reason: str) -> ImmediateHttpResponse:
 
 
 def _identity(sociallogin) -> sso.Identity:
-    provider_type = sociallogin.account.get_provider().id  # "saml" or "openid_connect"
-    claims = sso.claims_from_extra_data(provider_type, sociallogin.account.extra_data or {})
-    return sso.identity_from_claims(claims, sso.rules_from_settings(settings))
+    provider = sociallogin.account.get_provider()
+    claims = sso.claims_from_extra_data(provider.id, sociallogin.account.extra_data or {})  # "saml" or "openid_connect"
+    trust = sso.idp_trust(provider.app.settings)
+    return sso.identity_from_claims(claims, sso.rules_from_settings(settings), trust)
 
 
 def _apply_identity(user, identity: sso.Identity) -> None:

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from portal.sso import DEFAULT_NETID_PATTERN, parse_group_roles, socialaccount_providers
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "allauth.socialaccount.providers.saml",
     "allauth.socialaccount.providers.openid_connect",
+    "csp",
     "portal",
     "courses",
     "clusterpolicy",
@@ -70,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "allauth.account.middleware.AccountMiddleware",
 ]
 
@@ -102,7 +105,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "portal.User"
 
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    "portal.auth.PasswordGateBackend",  # Django's ModelBackend, refusing every password while local passwords are off
     "allauth.account.auth_backends.AuthenticationBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
@@ -136,9 +139,26 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_AGE = env_int("LABQUEUE_SESSION_SECONDS", 8 * 3600)
 SESSION_COOKIE_SAMESITE = "Lax"  # SAML posts back cross-site, then allauth redirects: Lax keeps that working
 if SECURE:
-    SECURE_SSL_REDIRECT = env_bool("LABQUEUE_SSL_REDIRECT")
-    SECURE_HSTS_SECONDS = env_int("LABQUEUE_HSTS_SECONDS", 0)
-    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_SSL_REDIRECT = env_bool("LABQUEUE_SSL_REDIRECT", True)  # 0 only where the proxy redirects itself
+    SECURE_HSTS_SECONDS = env_int("LABQUEUE_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("LABQUEUE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("LABQUEUE_HSTS_PRELOAD")  # a commitment for the whole registrable domain
+# Django's defaults stay: X-Content-Type-Options nosniff, X-Frame-Options DENY, Referrer-Policy same-origin,
+# Cross-Origin-Opener-Policy same-origin.
+# Content Security Policy (django-csp), on every response: the portal's own scripts and styles only (static/),
+# nothing inline, no eval, no plugins, never framed. No form-action: a sign-in form posts to the portal, which
+# redirects to the campus IdP, and browsers hold such redirects to form-action too.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+    }
+}
 # Behind a TLS-terminating proxy Django sees plain HTTP: trust the proxy's X-Forwarded-Proto (and only
 # set this when the proxy strips that header from clients), or SAML rejects responses posted to an
 # https:// ACS URL as sent to the wrong address, and secure cookies and redirects break.
@@ -249,9 +269,17 @@ LABQUEUE_ALLOWED_PARTITIONS = env_list("LABQUEUE_ALLOWED_PARTITIONS", "gpu")
 # Who people are told to ask when they need more than a ceiling or limit allows.
 LABQUEUE_OPERATIONS_CONTACT = env("LABQUEUE_OPERATIONS_CONTACT", "the cluster's operations staff")
 
+# Who the portal may become (portal/identity.py): never root, a system account (uid below LABQUEUE_MIN_UID)
+# or a name on the deny list, whether it comes from campus sign-in, a roster, the admin or a job.
+LABQUEUE_MIN_UID = env_int("LABQUEUE_MIN_UID", 1000)
+LABQUEUE_DENIED_NETIDS = env_list("LABQUEUE_DENIED_NETIDS", "root,nobody")
+
 # Campus SSO (django-allauth SAML and OpenID Connect; see portal/sso.py and .env.example).
-# LABQUEUE_SSO_ONLY=1 in production: no local passwords, no signup, campus login only.
+# Local passwords (password login, reset and change, at /accounts/ and /admin/login/) are off unless the demo
+# (LABQUEUE_DEMO=1) or LABQUEUE_LOCAL_PASSWORDS=1 turns them on; LABQUEUE_SSO_ONLY=1 keeps them off whatever
+# else says. allauth's SOCIALACCOUNT_ONLY is the one switch the running portal reads (portal.auth).
 LABQUEUE_SSO_ONLY = env_bool("LABQUEUE_SSO_ONLY")
+LABQUEUE_LOCAL_PASSWORDS = (env_bool("LABQUEUE_LOCAL_PASSWORDS") or LABQUEUE_DEMO) and not LABQUEUE_SSO_ONLY
 LABQUEUE_NETID_ATTRIBUTE = env("LABQUEUE_NETID_ATTRIBUTE", "eppn")
 LABQUEUE_NETID_PATTERN = env("LABQUEUE_NETID_PATTERN", DEFAULT_NETID_PATTERN)
 LABQUEUE_ACCOUNT_CHECK = env("LABQUEUE_ACCOUNT_CHECK", "getent")  # "getent" or "none"
@@ -266,7 +294,7 @@ SOCIALACCOUNT_PROVIDERS = socialaccount_providers(
     saml=LABQUEUE_SAML_IDPS, oidc=LABQUEUE_OIDC_PROVIDERS, netid_claim=LABQUEUE_NETID_ATTRIBUTE
 )
 SOCIALACCOUNT_ADAPTER = "portal.auth.SocialAccountAdapter"
-SOCIALACCOUNT_ONLY = LABQUEUE_SSO_ONLY
+SOCIALACCOUNT_ONLY = not LABQUEUE_LOCAL_PASSWORDS
 SOCIALACCOUNT_AUTO_SIGNUP = True
 SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # link people by netid (portal.auth), never by e-mail

@@ -8,6 +8,11 @@ unit-tested without an IdP: the adapters in portal/auth.py call them during a lo
 - The netid comes from one configured claim (eppn by default) through a pattern whose first group
   is the name, e.g. ``^([^@]+)@example\\.edu$``; it is lowercased and must be a POSIX user name.
   Anything else is refused: the portal never guesses a cluster account.
+- Each IdP vouches only for what its settings let it (`IdpTrust`): the scopes of the names it may
+  assert (``"netid_scopes": ["example.edu"]``: a second IdP cannot assert ``root@example.edu``), and
+  whether its e-mail claims count as verified. A netid taken from an e-mail claim needs the IdP to say
+  the address is verified (``email_verified``). An eduPersonScopedAffiliation counts only in a scope
+  the IdP may assert (so ``staff@other.org`` is not staff).
 - The provider settings for allauth are built from a small JSON description per IdP
   (see .env.example), so settings.py stays declarative.
 """
@@ -26,12 +31,11 @@ CLAIM_ALIASES: dict[str, tuple[str, ...]] = {
     "email": ("urn:oid:0.9.2342.19200300.100.1.3", "mail", "email"),
     "given_name": ("urn:oid:2.5.4.42", "givenName", "given_name"),
     "family_name": ("urn:oid:2.5.4.4", "sn", "surname", "family_name"),
-    "affiliation": (
-        # eduPersonAffiliation
-        "urn:oid:1.3.6.1.4.1.5923.1.1.1.1",
-        "eduPersonAffiliation",
-        "eduperson_affiliation",
-        # eduPersonScopedAffiliation
+    "email_verified": ("email_verified", "http://schemas.auth0.com/email_verified"),
+    # eduPersonAffiliation
+    "affiliation": ("urn:oid:1.3.6.1.4.1.5923.1.1.1.1", "eduPersonAffiliation", "eduperson_affiliation"),
+    # eduPersonScopedAffiliation: member@example.edu, kept whole so that its scope can be checked
+    "scoped_affiliation": (
         "urn:oid:1.3.6.1.4.1.5923.1.1.1.9",
         "eduPersonScopedAffiliation",
         "eduperson_scoped_affiliation",
@@ -78,6 +82,16 @@ class SsoRules:
 
 
 @dataclass(frozen=True)
+class IdpTrust:
+    """What one IdP may vouch for, from its entry in LABQUEUE_SAML_IDPS / LABQUEUE_OIDC_PROVIDERS."""
+
+    #: The scopes (``x@scope``) of the netid claims it may assert, lowercased; empty: whatever the pattern allows.
+    netid_scopes: frozenset[str] = frozenset()
+    #: Its e-mail claims are verified even without an ``email_verified`` claim (a SAML IdP's campus mail).
+    email_verified: bool = False
+
+
+@dataclass(frozen=True)
 class Identity:
     netid: str
     scoped_name: str
@@ -102,8 +116,6 @@ def canonical_claims(raw: Mapping[str, object]) -> dict[str, list[str]]:
     for key, value in raw.items():
         name = _ALIAS_TO_CLAIM.get(str(key).lower(), str(key))
         values = _as_list(value)
-        if name == "affiliation":
-            values = [item.split("@", 1)[0] for item in values]  # scoped affiliation: member@example.edu
         for item in values:
             if item not in claims.setdefault(name, []):
                 claims[name].append(item)
@@ -131,21 +143,47 @@ def netid_from(value: str, pattern: str) -> str:
     return netid
 
 
-def identity_from_claims(claims: Mapping[str, list[str]], rules: SsoRules) -> Identity:
-    values = claims.get(rules.netid_claim) or []
+def _scope(value: str) -> str:
+    """The scope of ``name@scope`` (lowercased), or "" for a value without one."""
+    name, at, scope = value.strip().rpartition("@")
+    return scope.lower() if at and name else ""
+
+
+def _is_true(values: list[str]) -> bool:
+    return len(values) == 1 and values[0].strip().lower() in {"true", "1", "yes", "t", "y"}
+
+
+def identity_from_claims(claims: Mapping[str, list[str]], rules: SsoRules, trust: IdpTrust = IdpTrust()) -> Identity:
+    netid_claim = _ALIAS_TO_CLAIM.get(rules.netid_claim.lower(), rules.netid_claim)  # "mail" is the "email" claim
+    values = claims.get(netid_claim) or []
     if len(values) != 1:
         raise IdentityRefused(
             "Your identity provider did not send exactly one "
             f"“{rules.netid_claim}” value, which the portal needs to find your cluster account."
         )
+    scoped_name = values[0]
+    netid = netid_from(scoped_name, rules.netid_pattern)
+    scope = _scope(scoped_name)
+    if trust.netid_scopes and scope not in trust.netid_scopes:
+        raise IdentityRefused(f"This sign-in service may not vouch for “{scoped_name}”. Use your own campus sign-in.")
+    if netid_claim == "email" and not (trust.email_verified or _is_true(claims.get("email_verified", []))):
+        raise IdentityRefused(
+            "Your identity provider did not confirm that your e-mail address is verified, and the portal finds "
+            "your cluster account from it."
+        )
+    # A scoped affiliation counts in the scopes the IdP may assert, or else in the scope of the name it asserted.
+    affiliation_scopes = trust.netid_scopes or {scope} - {""}
+    scoped_affiliations = [
+        item.rpartition("@")[0] for item in claims.get("scoped_affiliation", []) if _scope(item) in affiliation_scopes
+    ]
     first = lambda name: (claims.get(name) or [""])[0]  # noqa: E731
     return Identity(
-        netid=netid_from(values[0], rules.netid_pattern),
-        scoped_name=values[0],
+        netid=netid,
+        scoped_name=scoped_name,
         email=first("email"),
         first_name=first("given_name"),
         last_name=first("family_name"),
-        affiliations=frozenset(item.lower() for item in claims.get("affiliation", [])),
+        affiliations=frozenset(item.lower() for item in [*claims.get("affiliation", []), *scoped_affiliations]),
         groups=frozenset(claims.get("groups", [])),
     )
 
@@ -188,6 +226,15 @@ def rules_from_settings(settings) -> SsoRules:
     )
 
 
+def idp_trust(app_settings: Mapping) -> IdpTrust:
+    """The IdpTrust that `saml_app` / `oidc_app` stored in an allauth app's settings."""
+    scopes = (str(scope).strip().lstrip("@").lower() for scope in _as_list(app_settings.get("netid_scopes")))
+    return IdpTrust(
+        netid_scopes=frozenset(scope for scope in scopes if scope),
+        email_verified=bool(app_settings.get("email_verified", False)),
+    )
+
+
 def account_exists(netid: str, check: str, timeout: float = 10) -> bool:
     """Does the cluster know this user? "getent": ask `getent passwd`; "none": assume yes."""
     if check == "none":
@@ -202,6 +249,17 @@ def account_exists(netid: str, check: str, timeout: float = 10) -> bool:
 
 
 # --- allauth provider settings from the environment -------------------------------------------
+
+
+def _trust_settings(item: Mapping) -> dict:
+    """What an IdP may vouch for (see `IdpTrust`), kept in its allauth app settings: ``netid_scopes``
+    (a scope or a list of them) and ``email_verified``. allauth reads neither."""
+    trust = {}
+    if item.get("netid_scopes"):
+        trust["netid_scopes"] = _as_list(item["netid_scopes"])
+    if item.get("email_verified"):
+        trust["email_verified"] = True
+    return trust
 
 
 def saml_attribute_mapping(netid_claim: str) -> dict[str, list[str]]:
@@ -233,6 +291,7 @@ def saml_app(idp: Mapping, netid_claim: str) -> dict:
         "idp": idp_settings,
         "attribute_mapping": idp.get("attribute_mapping") or saml_attribute_mapping(netid_claim),
         "advanced": advanced,
+        **_trust_settings(idp),
     }
     if idp.get("sp_entity_id"):
         app_settings["sp"] = {"entity_id": idp["sp_entity_id"]}
@@ -255,6 +314,7 @@ def oidc_app(provider: Mapping) -> dict:
         app_settings["scope"] = provider["scope"]
     if provider.get("token_auth_method"):
         app_settings["token_auth_method"] = provider["token_auth_method"]
+    app_settings.update(_trust_settings(provider))
     return {
         "provider_id": provider["id"],
         "name": provider.get("name", "Campus login"),

@@ -2,8 +2,11 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from portal.views import admin_login
+
 urlpatterns = [
     path("accounts/", include("allauth.urls")),
+    path("admin/login/", admin_login, name="admin-login"),  # before the admin's own: SSO unless passwords are on
     path("admin/", admin.site.urls),
     # The staff drift page's old address (it was in jobs as the "Slurm policy sync").
     path("jobs/slurm-sync/", RedirectView.as_view(pattern_name="clusterpolicy:associations", permanent=True)),

@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from courses.models import Assignment, Course, Dataset, Role
 from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
+from tests.local_passwords import local_passwords_on  # noqa: F401 (a fixture for every test)
 
 JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
 REPO = Path(__file__).resolve().parent.parent

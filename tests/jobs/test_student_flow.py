@@ -13,7 +13,8 @@ from tests.conftest import dispatch, submit_form, wait_for_status
 pytestmark = pytest.mark.slurm
 
 
-def test_a_student_logs_in_submits_a_gpu_job_and_downloads_its_output(client, student, assignment):
+def test_a_student_logs_in_submits_a_gpu_job_and_downloads_its_output(client, student, assignment, local_passwords_on):
+    # A password login, as in the demo (otherwise local passwords are off: see tests/portal/sso/test_sso_job.py).
     response = client.post(reverse("account_login"), {"login": "student1", "password": "pw-student1"})
     assert response.status_code == 302
 

@@ -27,3 +27,20 @@ def test_a_job_queued_before_its_student_was_dropped_is_refused_at_dispatch_with
     job.refresh_from_db()
     assert job.status == Status.REJECTED and not job.slurm_job_id
     assert job.message.startswith("You are no longer enrolled in CS101")
+
+
+@pytest.mark.parametrize("netid", ["root", "daemon", "nobody"])
+def test_a_job_saved_to_run_as_root_or_a_system_account_is_refused_at_dispatch(client, student, assignment, netid):
+    client.force_login(student)
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
+    job = Job.objects.get()
+    # However the row came to name it (an old row, a tampered database, an admin slip): the worker refuses.
+    Job.objects.filter(pk=job.pk).update(run_as=netid)
+
+    with command_log() as commands:
+        job_dispatch(job_id=job.pk)
+
+    assert commands == [], "nothing ran as the account"
+    job.refresh_from_db()
+    assert job.status == Status.REJECTED
+    assert "the portal never runs anything as it" in job.message

@@ -14,8 +14,9 @@ class CampusOIDCAdapter(DefaultOIDCAdapter):
                 family_name=person.get("sn", ""),
                 eduperson_principal_name=person.get("eppn", ""),
                 eduperson_affiliation=person.get("affiliation", []),
+                eduperson_scoped_affiliation=person.get("scoped_affiliation", []),
                 groups=person.get("groups", []),
             )
         if "email" in scopes and person.get("mail"):
-            claims.update(email=person["mail"], email_verified=True)
+            claims.update(email=person["mail"], email_verified=person.get("email_verified", True))
         return claims

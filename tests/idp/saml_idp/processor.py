@@ -13,6 +13,7 @@ class DirectoryProcessor(BaseProcessor):
             "givenName": person.get("givenName"),
             "sn": person.get("sn"),
             "eduPersonAffiliation": person.get("affiliation") or None,
+            "eduPersonScopedAffiliation": person.get("scoped_affiliation") or None,
             "isMemberOf": person.get("groups") or None,
         }
         return {name: value for name, value in identity.items() if value}

@@ -191,6 +191,7 @@ def portal_providers(oidc_url: str, saml_url: str, saml_cert: str) -> dict:
                 "sso_url": f"{saml_url}/idp/sso/redirect/",
                 "slo_url": f"{saml_url}/idp/slo/redirect/",
                 "x509cert": saml_cert,
+                "netid_scopes": ["example.edu"],
             }
         ],
         oidc=[
@@ -201,6 +202,7 @@ def portal_providers(oidc_url: str, saml_url: str, saml_cert: str) -> dict:
                 "client_id": OIDC_CLIENT_ID,
                 "secret": OIDC_CLIENT_SECRET,
                 "uid_field": "sub",
+                "netid_scopes": ["example.edu"],
             }
         ],
         netid_claim="eppn",

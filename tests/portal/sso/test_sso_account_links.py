@@ -1,5 +1,9 @@
 """Logins through real IdPs to accounts that already exist: a netid that changed, an account linked
-before it had a netid, and staff flags the SSO rules must not take away."""
+before it had a netid, and staff flags the SSO rules must not take away.
+
+A first campus sign-in never links to an account with staff or superuser rights (tests/security/
+test_identity_sso_privileged_link.py): here the person signs in once, and then an operator gives the
+linked account its rights by hand, as in the admin."""
 
 from django.contrib.auth import get_user_model
 
@@ -31,10 +35,15 @@ def test_a_linked_account_without_a_netid_gets_it_from_its_next_login(live_serve
     assert User.objects.get().netid == "student4"
 
 
+def operator_sets(**flags) -> User:
+    """What an operator does in the admin to the account student4's first sign-in made."""
+    User.objects.filter(netid="student4").update(**flags)
+    return User.objects.get(netid="student4")
+
+
 def test_an_sso_login_does_not_take_the_staff_flag_from_a_superuser(live_server, idp):
-    admin = User.objects.create(username="student4", netid="student4", is_superuser=True, is_staff=True)
-    admin.set_unusable_password()
-    admin.save()
+    assert sso_login(live_server.url, idp, "student4").status_code == 200
+    admin = operator_sets(is_superuser=True, is_staff=True)
 
     home = sso_login(live_server.url, idp, "student4")  # affiliation "student": not staff by the rules
 
@@ -46,20 +55,18 @@ def test_an_sso_login_does_not_take_the_staff_flag_from_a_superuser(live_server,
 def test_without_staff_rules_an_sso_login_leaves_a_staff_flag_set_by_hand(live_server, idp, settings):
     settings.LABQUEUE_STAFF_AFFILIATIONS = []
     settings.LABQUEUE_STAFF_GROUPS = []
-    operator = User.objects.create(username="student4", netid="student4", is_staff=True)
-    operator.set_unusable_password()
-    operator.save()
+    assert sso_login(live_server.url, idp, "student4").status_code == 200
+    operator = operator_sets(is_staff=True)
 
-    sso_login(live_server.url, idp, "student4")
+    assert sso_login(live_server.url, idp, "student4").status_code == 200
 
     operator.refresh_from_db()
     assert operator.is_staff
 
 
 def test_with_staff_rules_an_sso_login_removes_a_staff_flag_the_identity_does_not_carry(live_server, idp):
-    former = User.objects.create(username="student4", netid="student4", is_staff=True)
-    former.set_unusable_password()
-    former.save()
+    assert sso_login(live_server.url, idp, "student4").status_code == 200
+    former = operator_sets(is_staff=True)
 
     sso_login(live_server.url, idp, "student4")
 

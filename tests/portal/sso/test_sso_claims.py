@@ -54,7 +54,8 @@ def test_scoped_and_plain_affiliations_fold_into_one_lowercased_set() -> None:
     claims = sso.canonical_claims(raw)
     person = sso.identity_from_claims(claims, RULES)
 
-    assert claims["affiliation"] == ["Staff", "member", "staff"]
+    assert claims["affiliation"] == ["member", "staff"]
+    assert claims["scoped_affiliation"] == ["Staff@example.edu", "member@example.edu"], "kept whole, to check its scope"
     assert person.affiliations == {"staff", "member"}
     assert sso.is_staff_identity(person, RULES)
 

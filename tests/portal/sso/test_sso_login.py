@@ -11,10 +11,14 @@ from .conftest import forms, set_person, sso_login
 User = get_user_model()
 
 
-def test_the_login_page_shows_a_button_per_campus_idp(live_server, sso):
+def test_the_login_page_shows_a_button_per_campus_idp(live_server, sso, settings):
     page = requests.get(f"{live_server.url}/accounts/login/", timeout=10).text
     assert "Example University (OIDC)" in page and "Example University (SAML)" in page
-    assert 'name="password"' in page, "local logins stay while SSO-only is off"
+    assert 'name="password"' not in page, "local passwords are off unless the settings turn them on"
+
+    settings.SOCIALACCOUNT_ONLY = False  # what LABQUEUE_LOCAL_PASSWORDS=1 or the demo gives
+    page = requests.get(f"{live_server.url}/accounts/login/", timeout=10).text
+    assert "Example University (OIDC)" in page and 'name="password"' in page, "local logins beside campus sign-in"
 
 
 def test_a_first_login_creates_the_person_with_their_netid_and_course_role(live_server, idp, course):

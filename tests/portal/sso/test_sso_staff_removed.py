@@ -47,8 +47,9 @@ def test_the_staff_flag_is_removed_when_the_idp_no_longer_sends_the_staff_group(
 
 def test_a_superuser_keeps_the_flag_the_idp_does_not_grant(live_server, idp, sso):
     """Superusers are made by hand in the admin; a login must not lock them out of it."""
-    admin = User.objects.create(username="instructor1", netid="instructor1", is_staff=True, is_superuser=True)
     set_person(sso, "opsadmin", affiliation=["member"])
+    assert sso_login(live_server.url, idp, "opsadmin").status_code == 200  # the first sign-in links the account
+    User.objects.filter(netid="instructor1").update(is_staff=True, is_superuser=True)  # then an operator
     assert sso_login(live_server.url, idp, "opsadmin").status_code == 200
-    admin.refresh_from_db()
+    admin = User.objects.get(netid="instructor1")
     assert admin.is_staff and admin.is_superuser

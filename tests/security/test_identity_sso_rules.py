@@ -1,0 +1,124 @@
+"""What an IdP may vouch for (portal.sso.IdpTrust), without an IdP: netid scopes, e-mail verification and
+scoped affiliations, and how they reach allauth's app settings from LABQUEUE_SAML_IDPS /
+LABQUEUE_OIDC_PROVIDERS. Pure: no database."""
+
+import pytest
+
+from portal import sso
+
+RULES = sso.SsoRules(staff_affiliations=frozenset({"staff"}))
+CAMPUS = sso.IdpTrust(netid_scopes=frozenset({"example.edu"}))
+
+
+def identity(raw: dict, trust: sso.IdpTrust = CAMPUS, rules: sso.SsoRules = RULES) -> sso.Identity:
+    return sso.identity_from_claims(sso.canonical_claims(raw), rules, trust)
+
+
+def test_a_name_in_the_idps_scope_is_accepted_whatever_its_case():
+    assert (
+        identity({"eppn": "JDoe@Example.EDU"}, rules=sso.SsoRules(netid_pattern=r"(?i)^([^@]+)@example\.edu$")).netid
+        == "jdoe"
+    )
+
+
+def test_a_name_outside_the_idps_scopes_is_refused_even_when_the_campus_pattern_allows_it():
+    rules = sso.SsoRules(netid_pattern=r"^([^@]+)@(?:example\.edu|partner\.example\.org)$")
+    partner = sso.IdpTrust(netid_scopes=frozenset({"partner.example.org"}))
+
+    assert identity({"eppn": "jdoe@partner.example.org"}, partner, rules).netid == "jdoe"
+    with pytest.raises(sso.IdentityRefused, match="may not vouch for “root@example.edu”"):
+        identity({"eppn": "root@example.edu"}, partner, rules)
+
+
+def test_an_unscoped_netid_claim_is_refused_by_an_idp_bound_to_scopes():
+    rules = sso.SsoRules(netid_claim="uid", netid_pattern=r"^([a-z0-9]+)$")
+
+    assert identity({"uid": "jdoe"}, sso.IdpTrust(), rules).netid == "jdoe", "no scopes: the pattern alone"
+    with pytest.raises(sso.IdentityRefused, match="may not vouch for “jdoe”"):
+        identity({"uid": "jdoe"}, CAMPUS, rules)
+
+
+@pytest.mark.parametrize("claim", ["email", "mail", "urn:oid:0.9.2342.19200300.100.1.3"])
+@pytest.mark.parametrize(
+    "verified, accepted",
+    [(None, False), ("false", False), (False, False), (["true", "false"], False), (True, True), ("true", True)],
+)
+def test_a_netid_from_any_name_of_the_email_claim_needs_one_true_email_verified(claim, verified, accepted):
+    rules = sso.SsoRules(netid_claim=claim)
+    raw = {"mail": "jdoe@example.edu"} | ({} if verified is None else {"email_verified": verified})
+
+    if accepted:
+        assert identity(raw, rules=rules).netid == "jdoe"
+    else:
+        with pytest.raises(sso.IdentityRefused, match="did not confirm that your e-mail address is verified"):
+            identity(raw, rules=rules)
+
+
+def test_an_idp_whose_settings_vouch_for_its_mail_needs_no_email_verified_claim():
+    trust = sso.IdpTrust(netid_scopes=frozenset({"example.edu"}), email_verified=True)
+
+    assert identity({"mail": "jdoe@example.edu"}, trust, sso.SsoRules(netid_claim="email")).netid == "jdoe"
+
+
+def test_an_eppn_needs_no_email_verification():
+    assert identity({"eppn": "jdoe@example.edu", "email_verified": "false"}).netid == "jdoe"
+
+
+@pytest.mark.parametrize(
+    "trust, counted",
+    [
+        (CAMPUS, {"staff@example.edu"}),
+        (sso.IdpTrust(), {"staff@example.edu"}),  # no scopes set: the scope of the eppn it asserted
+        (
+            sso.IdpTrust(netid_scopes=frozenset({"example.edu", "med.example.edu"})),
+            {"staff@example.edu", "staff@med.example.edu"},
+        ),
+    ],
+)
+def test_a_scoped_affiliation_counts_only_in_a_scope_the_idp_may_assert(trust, counted):
+    offered = ["staff@example.edu", "staff@med.example.edu", "staff@other.org", "staff@", "@example.edu", "staff"]
+
+    def affiliations(value: str) -> frozenset[str]:
+        return identity({"eppn": "jdoe@example.edu", "eduPersonScopedAffiliation": [value]}, trust).affiliations
+
+    assert {value for value in offered if affiliations(value) == {"staff"}} == counted
+    assert {value for value in offered if affiliations(value)} == counted, "nothing else counts as anything"
+
+
+def test_staff_at_another_organisation_is_not_staff():
+    person = identity(
+        {"eppn": "jdoe@example.edu", "eduPersonScopedAffiliation": ["staff@other.org", "member@example.edu"]}
+    )
+
+    assert person.affiliations == {"member"}
+    assert not sso.is_staff_identity(person, RULES)
+
+
+def test_without_scopes_or_a_scoped_netid_no_scoped_affiliation_counts():
+    rules = sso.SsoRules(netid_claim="uid", netid_pattern=r"^([a-z0-9]+)$", staff_affiliations=frozenset({"staff"}))
+    person = identity(
+        {"uid": "jdoe", "eduPersonScopedAffiliation": ["staff@example.edu"], "affiliation": "member"},
+        sso.IdpTrust(),
+        rules,
+    )
+
+    assert person.affiliations == {"member"}
+
+
+@pytest.mark.parametrize(
+    "item, trust",
+    [
+        ({}, sso.IdpTrust()),
+        ({"netid_scopes": "Example.EDU"}, sso.IdpTrust(netid_scopes=frozenset({"example.edu"}))),
+        (
+            {"netid_scopes": ["@example.edu", " med.example.edu ", ""], "email_verified": True},
+            sso.IdpTrust(netid_scopes=frozenset({"example.edu", "med.example.edu"}), email_verified=True),
+        ),
+    ],
+)
+def test_what_an_idp_may_vouch_for_travels_in_its_allauth_app_settings(item, trust):
+    saml = sso.saml_app({"id": "campus", "entity_id": "https://idp", "metadata_url": "https://idp/md", **item}, "eppn")
+    oidc = sso.oidc_app({"id": "c", "server_url": "https://op", "client_id": "x", **item})
+
+    assert sso.idp_trust(saml["settings"]) == trust
+    assert sso.idp_trust(oidc["settings"]) == trust

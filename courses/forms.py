@@ -1,4 +1,6 @@
 import json
+import re
+import uuid
 from datetime import timedelta
 
 from django import forms
@@ -104,6 +106,16 @@ class MultipleFileField(forms.FileField):
         if isinstance(data, (list, tuple)):
             return [super(MultipleFileField, self).clean(item, initial) for item in data]
         return [super().clean(data, initial)] if data else []
+
+
+def new_submission_key() -> str:
+    """A one-time key for one showing of the submission form: the same form sent twice gives one job."""
+    return uuid.uuid4().hex
+
+
+def submission_key(raw: str) -> str:
+    """The form's key when it is one the portal could have made, else blank (then nothing is de-duplicated)."""
+    return raw if re.fullmatch(r"[0-9a-f]{32}", raw) else ""
 
 
 class SubmissionForm(forms.Form):

@@ -5,7 +5,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.forms import AssignmentForm, HintForm, RosterConfirmForm, RosterUploadForm, SubmissionForm
+from courses.forms import (
+    AssignmentForm,
+    HintForm,
+    RosterConfirmForm,
+    RosterUploadForm,
+    SubmissionForm,
+    new_submission_key,
+)
 from courses.models import STAFF_ROLES, Assignment, Role
 from courses.roster import roster_plan
 from courses.scripting import Resources, default_values, render_script, script_diff
@@ -57,6 +64,7 @@ def assignment_detail(request: HttpRequest, slug: str, assignment_slug: str) -> 
         "role": role,
         "assignment": assignment,
         "form": SubmissionForm(assignment=assignment),
+        "submission_key": new_submission_key(),
         "preview": _preview(assignment) if role in STAFF_ROLES else "",
         "can_edit": role == Role.INSTRUCTOR,
         "next_lab": lab_session_next(course=course),

@@ -115,9 +115,19 @@ class Job(models.Model):
         null=True, blank=True, help_text="When it left Slurm's queue while its final state was not known yet."
     )
 
+    # The one-time key of the submission form it came from (blank for retries and older jobs).
+    submission_key = models.CharField(max_length=32, blank=True)
+
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["user", "-created_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "submission_key"],
+                condition=~models.Q(submission_key=""),
+                name="job_one_per_submission_form",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.assignment} job {self.uuid}"

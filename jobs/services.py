@@ -76,8 +76,27 @@ def _retried_script(job: Job) -> tuple[AssignmentVersion | None, str]:
     return None, body
 
 
+def job_submit(*, user, submission_key: str = "", **request) -> Job:
+    """Record a job request and send it to the cluster once the transaction commits (`_job_create`).
+
+    `submission_key` is the one-time key of the form the request came from: the same form sent twice
+    (a double click, a reload, two requests at once) gives the one job both times.
+    """
+    if submission_key:
+        earlier = Job.objects.filter(user=user, submission_key=submission_key).first()
+        if earlier is not None:
+            return earlier
+    try:
+        return _job_create(user=user, submission_key=submission_key, **request)
+    except IntegrityError:  # the same form's other request committed first
+        earlier = Job.objects.filter(user=user, submission_key=submission_key).first() if submission_key else None
+        if earlier is None:
+            raise
+        return earlier
+
+
 @transaction.atomic
-def job_submit(
+def _job_create(
     *,
     user,
     assignment: Assignment,
@@ -87,11 +106,9 @@ def job_submit(
     uploads: list[UploadedFile] = (),
     retry_of: Job | None = None,
     actor=None,
+    submission_key: str = "",
 ) -> Job:
-    """Record a job request and send it to the cluster once the transaction commits.
-
-    `actor` is who pressed the button when it is not the student (a TA retrying for them).
-    """
+    """`actor` is who pressed the button when it is not the student (a TA retrying for them)."""
     actor = actor or user
     course = assignment.course
     job_enrollment_check(user=user, course=course, actor=actor)
@@ -137,6 +154,7 @@ def job_submit(
     job.qos = course_qos(course)
     job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
     job.created_by = actor if actor.pk != user.pk else None
+    job.submission_key = submission_key
     if retry_of is not None:
         job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
     job.save()

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.forms import SubmissionForm
+from courses.forms import SubmissionForm, new_submission_key, submission_key
 from courses.models import STAFF_ROLES, Role
 from courses.selectors import assignment_get, course_get_for_user
 from jobs import files
@@ -61,6 +61,7 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
             try:
                 job = job_submit(
                     user=request.user,
+                    submission_key=submission_key(request.POST.get("submission_key", "")),
                     assignment=assignment,
                     values=data["values"],
                     resources=data["resources"],
@@ -76,6 +77,7 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpRes
     if new_uploads or token:
         token = uploads_keep(session=request.session, uploads=new_uploads, token=token)
     context = {"course": course, "role": role, "assignment": assignment, "form": form, "upload_token": token}
+    context["submission_key"] = submission_key(request.POST.get("submission_key", "")) or new_submission_key()
     context["kept_uploads"] = [path.name for path in uploads_kept(session=request.session, token=token)]
     context["can_edit"] = role == Role.INSTRUCTOR
     return render(request, "courses/assignment_detail.html", context, status=400)

@@ -90,3 +90,39 @@ def test_twenty_submissions_cancels_and_double_retries_at_once_get_no_500_and_lo
     for job in Job.objects.filter(assignment=assignment):
         assert job.status != Status.REJECTED, job.message
         assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}, "every job sent once"
+
+
+def test_the_same_submission_form_sent_twice_at_once_gives_one_job_and_both_answers_lead_to_it(
+    settings, tmp_path, student, assignment
+):
+    celery_queue_clear()
+    data = {key: value for key, value in submit_form().items() if key != "uploads"}
+    with running_portal(settings, tmp_path, workers=1) as portal:
+        browser = portal.browser_for(student)
+        page = browser.get(f"{portal.base}/courses/cs101/assignments/hello/", timeout=30)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        key = re.search(r'name="submission_key" value="([0-9a-f]{32})"', page.text)
+        assert key, page.text[-3000:]
+        key = key.group(1)
+        form = {**data, "csrfmiddlewaretoken": token, "submission_key": key}
+
+        def send(_):
+            return browser.post(
+                f"{portal.base}/jobs/submit/cs101/hello/",
+                data=form,
+                headers={"Referer": page.url},
+                timeout=60,
+                allow_redirects=False,
+            )
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            first, second = pool.map(send, range(2))
+        again = send(3)  # and once more after both answered (a reload of the POST)
+
+        assert first.status_code == second.status_code == again.status_code == 302
+        job = Job.objects.get(user=student)
+        assert first.headers["Location"] == second.headers["Location"] == again.headers["Location"]
+        assert first.headers["Location"] == f"/jobs/{job.uuid}/"
+        fresh = portal.submit(browser, "cs101", "hello", data)  # the form shown again: a new key, a new job
+        assert fresh.status_code == 302 and Job.objects.filter(user=student).count() == 2
+        assert portal.server_errors() == []

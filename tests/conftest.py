@@ -44,6 +44,14 @@ PARAMETERS = [
 ]
 
 
+def pytest_configure(config) -> None:
+    """Test users' passwords are hashed with a fast hasher (Django's advice for tests): the default takes
+    about half a second per user here, and almost every test makes several."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def _uses_database(request: pytest.FixtureRequest) -> bool:
     return bool({"db", "transactional_db"} & set(request.fixturenames)) or bool(
         request.node.get_closest_marker("django_db")

@@ -10,6 +10,7 @@ student's tree, block a worker, or lose the job without a clear message.
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -91,9 +92,18 @@ def as_student(program: str, *args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # so the test can end the student's process, not only runuser
     )
     assert process.stdout.readline().strip() == "ready", process.stderr.read()
     return process
+
+
+def end(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=10)
 
 
 def submitted(client, student, **files: bytes) -> Job:
@@ -114,7 +124,7 @@ def test_a_fifo_named_like_an_upload_and_a_directory_swap_change_nothing_outside
         dispatch_as_service_account(job.pk, settings)  # fails the test if the worker blocks
         attacker.wait(timeout=30)
     finally:
-        attacker.kill()
+        end(attacker)
 
     assert snapshot(victim) == before, "a file outside the student's tree changed"
     job.refresh_from_db()
@@ -162,7 +172,10 @@ def test_a_looping_symlink_swap_race_never_reaches_a_file_outside_the_students_t
             dispatch_as_service_account(job.pk, settings)
     finally:
         Path(str(userdir) + ".stop").touch()
-        swaps = int(attacker.communicate(timeout=30)[0].strip() or 0)
+        try:
+            swaps = int(attacker.communicate(timeout=30)[0].strip() or 0)
+        finally:
+            end(attacker)
     assert swaps > 0, "the attack ran"
 
     assert snapshot(victim) == before, "a file outside the student's tree changed"

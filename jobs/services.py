@@ -5,6 +5,7 @@ done by jobs.dispatch in the worker. Status changes go through job_transition on
 """
 
 import shutil
+from datetime import timedelta
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
@@ -229,11 +230,20 @@ def retry_suggestion(*, job: Job, suggest: dict[str, int]) -> Resources:
     return Resources(**values)
 
 
+#: The same note sent again this soon by the same person is the same note (a double click, a reload).
+NOTE_REPEAT_SECONDS = 120
+
+
 @transaction.atomic
 def job_note_add(*, job: Job, author, text: str) -> JobNote:
     text = text.strip()
     if not text:
         raise ValidationError("Write something in the note.")
+    Job.objects.select_for_update().filter(pk=job.pk).first()  # two requests at once: one after the other
+    since = timezone.now() - timedelta(seconds=NOTE_REPEAT_SECONDS)
+    repeated = JobNote.objects.filter(job=job, author=author, text=text, created_at__gte=since).first()
+    if repeated is not None:
+        return repeated
     note = JobNote.objects.create(job=job, author=author, text=text)
     JobEvent.objects.create(job=job, cause="Course staff added a note.", actor=author)
     return note

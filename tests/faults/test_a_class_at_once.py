@@ -12,7 +12,7 @@ import pytest
 from courses.models import Role
 from jobs.models import Job, Status
 from tests.behaviour_helpers import slurm_job_ids
-from tests.conftest import make_user, submit_form
+from tests.conftest import job_row, make_user, submit_form
 from tests.http_helpers import celery_queue_clear
 from tests.service_account import running_portal, service_media  # noqa: F401 (a fixture)
 
@@ -125,4 +125,23 @@ def test_the_same_submission_form_sent_twice_at_once_gives_one_job_and_both_answ
         assert first.headers["Location"] == f"/jobs/{job.uuid}/"
         fresh = portal.submit(browser, "cs101", "hello", data)  # the form shown again: a new key, a new job
         assert fresh.status_code == 302 and Job.objects.filter(user=student).count() == 2
+        assert portal.server_errors() == []
+
+
+def test_a_note_sent_twice_at_once_is_added_once(settings, tmp_path, student, ta, assignment):
+    job = job_row(student, assignment, status=Status.FAILED)
+    with running_portal(settings, tmp_path, workers=0) as portal:
+        browser = portal.browser_for(ta)
+
+        def note(text: str):
+            return post_form(browser, portal.base, f"/jobs/{job.uuid}/", f"/jobs/{job.uuid}/notes/", text=text)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            answers = list(pool.map(note, ["Check line 12 of train.py."] * 2))
+        assert [answer.status_code for answer in answers] == [302, 302]
+        assert note("A second, different note.").status_code == 302
+        assert list(job.notes.values_list("text", flat=True)) == [
+            "Check line 12 of train.py.",
+            "A second, different note.",
+        ]
         assert portal.server_errors() == []

@@ -91,3 +91,25 @@ def test_a_submission_while_the_broker_is_down_lands_on_the_job_page_and_is_sent
         assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}, "sent exactly once"
         assert job.submit_attempts == 1 and not job.enqueue_failed
         assert portal.server_errors() == []
+
+
+def test_the_broker_stopping_while_jobs_run_leaves_pages_working_and_the_worker_catches_up(
+    settings, tmp_path, student, assignment, broker
+):
+    with running_portal(settings, tmp_path, workers=1, LABQUEUE_REDIS_URL=broker.url) as portal:
+        browser = portal.browser_for(student)
+        data = {key: value for key, value in submit_form().items() if key != "uploads"}
+        sent = portal.submit(browser, "cs101", "hello", data)
+        assert sent.status_code == 302
+        job = wait_for(Job.objects.get(user=student), Status.PENDING, Status.RUNNING, Status.COMPLETED)
+
+        broker.stop()  # while the job runs: no sync can be sent or received
+        assert browser.get(portal.base + sent.headers["Location"], timeout=30).status_code == 200
+        assert browser.get(portal.base + "/jobs/", timeout=30).status_code == 200
+        broker.start()
+
+        beat = Celery(broker=broker.url)
+        job = wait_for(job, Status.COMPLETED, nudge=lambda: beat.send_task("jobs.tasks.jobs_sync"))
+        assert all(worker.poll() is None for worker in portal.workers), "the worker reconnected by itself"
+        assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}
+        assert portal.server_errors() == []

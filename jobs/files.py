@@ -79,6 +79,18 @@ def _open_root(root: str) -> int:
     return os.open(root, _FLAGS | os.O_DIRECTORY)
 
 
+def unreadable(root: str) -> bool:
+    """The job directory exists but this process may not open it (a student who closed it to the portal's
+    group, a job root without the set-group-ID bit, an NFS export squashing the portal's account)."""
+    try:
+        os.close(_open_root(root))
+    except PermissionError:
+        return True
+    except OSError:
+        return False  # missing (not made yet) or not a directory: nothing to read, nothing to explain
+    return False
+
+
 def open_file(root: str, relative: str) -> int:
     """A read-only descriptor for a servable file under root; raises UnsafePath otherwise."""
     parts = _parts(relative)

@@ -137,6 +137,7 @@ def _detail_context(request: HttpRequest, job: Job) -> dict:
         "stderr": stderr,
         "stderr_cut": stderr_cut,
         "files": files.list_files(job.workdir) if job.submitted_at else [],
+        "files_unreadable": bool(job.submitted_at) and files.unreadable(job.workdir),
         "events": job.events.select_related("actor"),
         "notes": job.notes.select_related("author"),
         "attempts": job_attempts(job=job),

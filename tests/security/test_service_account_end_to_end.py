@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from jobs.models import Job, Status
 from portal.celery import app
@@ -80,3 +81,44 @@ def test_a_job_goes_from_browser_to_cluster_to_download_with_every_portal_proces
     assert any(name.endswith("/results/out.txt") for name in names) and any(
         name.endswith("/data.csv") for name in names
     )
+
+
+def test_a_job_directory_the_portal_may_not_read_is_said_so_on_the_page_not_shown_as_empty(
+    student, ta, assignment, job_root, portal
+):
+    job = Job.objects.create(
+        user=student,
+        assignment=assignment,
+        run_as="student1",
+        gpus=0,
+        cpus=1,
+        mem_mb=100,
+        minutes=1,
+        account="cs101",
+        status=Status.COMPLETED,
+        workdir=str(job_root / "student1" / "0f8e1234-0000-4000-8000-000000000002"),
+        submitted_at=timezone.now(),
+    )
+    made = subprocess.run(
+        [
+            "runuser",
+            "-u",
+            "student1",
+            "--",
+            "sh",
+            "-c",
+            f"mkdir -p {job.workdir} && echo secret > {job.workdir}/job.out && chmod 700 {job.workdir}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr  # the student closed their folder to the portal's group
+
+    student_page = portal.browser_for(student).get(f"{portal.base}/jobs/{job.uuid}/", timeout=30).text
+    staff_page = portal.browser_for(ta).get(f"{portal.base}/jobs/{job.uuid}/", timeout=30).text
+
+    assert "The portal cannot read this job&#x27;s files" in student_page
+    assert "give them back" in student_page and "(nothing yet)" not in student_page
+    assert "does not let the portal&#x27;s group in" in staff_page
+    assert "secret" not in student_page + staff_page
+    assert portal.server_errors() == []

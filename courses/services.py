@@ -164,6 +164,12 @@ def lab_session_schedule(
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAB_SCHEDULE_LOCK])
+    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
+    same = LabSession.objects.filter(
+        course=course, state__in=open_states, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus
+    ).first()
+    if same is not None:  # the same lab scheduled again (a double click, a reload): it is the one lab
+        return same
     capacity, unit = _lab_capacity()
     size = gpus if unit == "GPU" else nodes
     limits = lab_limit_problems(
@@ -180,7 +186,6 @@ def lab_session_schedule(
     )
     if limits:
         raise ValidationError(list(limits.values()))
-    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
     overlapping = LabSession.objects.filter(state__in=open_states, starts_at__lt=ends_at, ends_at__gt=starts_at)
     others = [
         (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)

@@ -168,3 +168,15 @@ def test_only_jobs_that_end_before_the_lab_does_go_to_its_reservation(course):
     )
     assert lab_reservation_for(course=course, minutes=20) == "lq-cs101-1"
     assert lab_reservation_for(course=course, minutes=45) == ""
+
+
+def test_the_same_lab_scheduled_twice_is_the_one_lab(client, instructor, course):
+    client.force_login(instructor)
+    first = client.post(labs_url(), lab_form(SOON, nodes=1))
+    second = client.post(labs_url(), lab_form(SOON, nodes=1))  # a double click or a reload of the POST
+
+    assert first.status_code == second.status_code == 302
+    assert LabSession.objects.filter(course=course).count() == 1
+    later = client.post(labs_url(), lab_form(SOON + timedelta(hours=2), nodes=1))
+    assert later.status_code == 302, "a different lab is another lab"
+    assert LabSession.objects.filter(course=course).count() == 2

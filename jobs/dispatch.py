@@ -40,11 +40,11 @@ def job_dispatch(*, job_id: int) -> None:
     ):
         return
     try:
-        refusal = _last_line_of_defence(job)
-        if refusal:
-            raise WorkdirError(refusal)
         slurm_id = slurm.find_by_name(job.slurm_name) if job.submit_attempts else None
-        if slurm_id is None:
+        if slurm_id is None:  # (a job Slurm already has is adopted whatever changed since)
+            refusal = _last_line_of_defence(job)
+            if refusal:
+                raise WorkdirError(refusal)
             script_path = workdir_prepare(
                 workdir=job.workdir, netid=job.run_as, script=job.script, files=_job_files(job)
             )

@@ -21,7 +21,7 @@ from clusterpolicy.selectors import lab_reservation_for, lab_reservations_over
 from courses.selectors import course_role
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
-from jobs.models import ACTIVE_IN_SLURM, Job, JobEvent, Status
+from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.services import job_transition
 from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_prepare
 from portal.identity import netid_refusal
@@ -225,6 +225,11 @@ def jobs_sync() -> int:
                 if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
                     _store_explanation(job)
     return len(active)
+
+
+def heartbeat(name: str) -> None:
+    """Record that a periodic task finished its work now (read by /readyz)."""
+    Heartbeat.objects.update_or_create(name=name, defaults={"at": timezone.now()})
 
 
 def _store_explanation(job: Job) -> None:

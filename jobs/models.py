@@ -191,3 +191,13 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_status}->{self.to_status}: {self.cause}"
+
+
+class Heartbeat(models.Model):
+    """When a periodic worker task last finished its work (the job-status sync), for /readyz."""
+
+    name = models.CharField(max_length=40, primary_key=True)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.at:%Y-%m-%d %H:%M:%S}"

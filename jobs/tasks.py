@@ -43,6 +43,8 @@ def jobs_sync() -> None:
         dispatch.jobs_sync()
     except SlurmUnavailable as error:
         log.warning("Job sync skipped, Slurm did not answer: %s", error)
+    else:
+        dispatch.heartbeat("jobs_sync")
     dispatch.jobs_requeue_stale()
 
 

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from portal.views import admin_login
 
 urlpatterns = [
+    path("", include("reports.health")),  # /healthz and /readyz
     path("accounts/", include("allauth.urls")),
     path("admin/login/", admin_login, name="admin-login"),  # before the admin's own: SSO unless passwords are on
     path("admin/", admin.site.urls),

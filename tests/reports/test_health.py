@@ -1,0 +1,46 @@
+"""/healthz and /readyz, as a load balancer or an operator's monitoring asks them (no login)."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from clusterpolicy.tasks import associations_reconcile
+from jobs.models import Heartbeat
+from jobs.tasks import jobs_sync
+from reports.tasks import usage_ingest
+
+pytestmark = pytest.mark.slurm
+
+
+def test_healthz_answers_while_the_process_is_alive(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_readyz_says_which_periodic_work_has_not_run_and_answers_503(client, db):
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["database"] == {"ok": True, "detail": "ok"}
+    assert checks["broker"] == {"ok": True, "detail": "ok"}
+    assert checks["job_sync"]["ok"] is False
+    assert "has not run yet (is Celery beat running" in checks["job_sync"]["detail"]
+
+
+def test_readyz_is_ready_once_the_worker_has_done_each_periodic_task_and_not_when_one_falls_behind(
+    client, db, settings
+):
+    jobs_sync()
+    usage_ingest()
+    associations_reconcile()
+
+    ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.json()
+    assert ready.json()["status"] == "ok"
+
+    Heartbeat.objects.filter(name="jobs_sync").update(at=timezone.now() - timedelta(minutes=5))
+    behind = client.get("/readyz")
+    assert behind.status_code == 503
+    assert behind.json()["checks"]["job_sync"]["detail"].startswith("the job-status sync last finished 30")

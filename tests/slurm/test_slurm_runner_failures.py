@@ -124,4 +124,4 @@ def test_the_runner_works_with_its_defaults_when_django_is_not_configured() -> N
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["['runuser', '-u', 'student1', '--']", "['squeue']", "ok"]
+    assert result.stdout.splitlines() == ["['sudo', '-n', '-u', 'student1']", "['squeue']", "ok"]

@@ -14,6 +14,7 @@ from jobs import dispatch
 from jobs.models import Job, JobEvent, Status
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord
+from slurm import states
 from tests.behaviour_helpers import slurm_job_ids
 from tests.conftest import submit_form
 from tests.service_account import REPO, service_argv, service_env, service_media  # noqa: F401 (a fixture)
@@ -35,7 +36,7 @@ def accounting_unreachable(folder: Path) -> str:
 
 def left_the_queue(job: Job, seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
-    while slurm.queue().get(job.slurm_job_id) is not None:
+    while (entry := slurm.queue().get(job.slurm_job_id)) is not None and states.is_live(entry.state):
         assert time.monotonic() < deadline, "the job never left the queue"
         time.sleep(0.5)
 

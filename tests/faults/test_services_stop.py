@@ -20,6 +20,7 @@ from jobs.models import Job, Status
 from portal.celery import app
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord
+from slurm import states
 from tests.behaviour_helpers import slurm_job_ids
 from tests.conftest import submit_form, wait_for_status
 from tests.http_helpers import celery_queue_clear
@@ -95,7 +96,7 @@ def test_slurmdbd_stopped_while_a_job_finishes_then_states_and_usage_catch_up(cl
         dispatch.job_dispatch(job_id=job.pk)  # sbatch needs only the controller
         job.refresh_from_db()
         deadline = time.monotonic() + 120
-        while slurm.queue().get(job.slurm_job_id) is not None:
+        while (entry := slurm.queue().get(job.slurm_job_id)) is not None and states.is_live(entry.state):
             assert time.monotonic() < deadline, "the job never finished"
             time.sleep(0.5)
         with pytest.raises(slurm.SlurmUnavailable):

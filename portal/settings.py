@@ -101,6 +101,15 @@ DATABASES = {
         conn_max_age=60,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite (development only; the demo and production use PostgreSQL) set for several processes at once:
+    # WAL so readers never wait for the writer, a busy timeout instead of "database is locked", and write
+    # transactions that take the lock when they begin rather than fail half-way.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "portal.User"
 

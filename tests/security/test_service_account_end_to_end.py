@@ -117,8 +117,8 @@ def test_a_job_directory_the_portal_may_not_read_is_said_so_on_the_page_not_show
     student_page = portal.browser_for(student).get(f"{portal.base}/jobs/{job.uuid}/", timeout=30).text
     staff_page = portal.browser_for(ta).get(f"{portal.base}/jobs/{job.uuid}/", timeout=30).text
 
-    assert "The portal cannot read this job&#x27;s files" in student_page
+    assert "The portal cannot read this job's files" in student_page
     assert "give them back" in student_page and "(nothing yet)" not in student_page
-    assert "does not let the portal&#x27;s group in" in staff_page
+    assert "does not let the portal's group in" in staff_page
     assert "secret" not in student_page + staff_page
     assert portal.server_errors() == []

@@ -213,3 +213,17 @@ def as_user(account: pwd.struct_passwd) -> Iterator[None]:
         os.seteuid(0)
         os.setegid(0)
         os.setgroups(groups)
+
+
+def usage_caught_up(job: Job, seconds: float = 60) -> None:
+    """Run the usage ingest (as its periodic task does) until the job's accounting record is copied: a
+    record slurmdbd has only just received may miss one cycle's window and arrive with the next."""
+    from reports.ingest import usage_ingest
+    from reports.models import UsageRecord
+
+    deadline = time.monotonic() + seconds
+    usage_ingest()
+    while not UsageRecord.objects.filter(slurm_job_id=job.slurm_job_id, job=job).exists():
+        assert time.monotonic() < deadline, "the usage record never arrived"
+        time.sleep(1)
+        usage_ingest()

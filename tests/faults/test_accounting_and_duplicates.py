@@ -15,7 +15,7 @@ from jobs.models import Job, JobEvent, Status
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord
 from slurm import states
-from tests.behaviour_helpers import slurm_job_ids
+from tests.behaviour_helpers import slurm_job_ids, usage_caught_up
 from tests.conftest import submit_form
 from tests.service_account import REPO, service_argv, service_env, service_media  # noqa: F401 (a fixture)
 
@@ -67,7 +67,7 @@ def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_don
 
     monkeypatch.delenv("SLURM_CONF")
     dispatch.jobs_sync()
-    usage_ingest()
+    usage_caught_up(job)
 
     job.refresh_from_db()
     assert job.status == Status.COMPLETED and job.exit_code == 0

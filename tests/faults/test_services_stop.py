@@ -21,7 +21,7 @@ from portal.celery import app
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord
 from slurm import states
-from tests.behaviour_helpers import slurm_job_ids
+from tests.behaviour_helpers import slurm_job_ids, usage_caught_up
 from tests.conftest import submit_form, wait_for_status
 from tests.http_helpers import celery_queue_clear
 from tests.service_account import running_portal, service_media  # noqa: F401 (a fixture)
@@ -114,7 +114,7 @@ def test_slurmdbd_stopped_while_a_job_finishes_then_states_and_usage_catch_up(cl
         dispatch.jobs_sync()
         job.refresh_from_db()
         time.sleep(0.5)
-    usage_ingest()
+    usage_caught_up(job)
     assert UsageRecord.objects.filter(slurm_job_id=job.slurm_job_id).count() == 1
     assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}
 

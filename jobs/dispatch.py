@@ -281,11 +281,12 @@ def jobs_requeue_stale() -> int:
         .exclude(pk__in=interrupted)
         .values_list("pk", flat=True)
     )
-    for pk in interrupted + stale:
-        Job.objects.filter(pk=pk).update(updated_at=timezone.now())
+    for pk in interrupted + stale:  # a send that fails again marks the job again (jobs.enqueue)
+        Job.objects.filter(pk=pk).update(updated_at=timezone.now(), enqueue_failed=False)
         job_dispatch_enqueue(pk)
     cancels = Job.objects.filter(enqueue_failed=True, cancel_requested=True, status__in=ACTIVE_IN_SLURM)
-    for pk in cancels.values_list("pk", flat=True):
+    for pk in list(cancels.values_list("pk", flat=True)):
+        Job.objects.filter(pk=pk).update(enqueue_failed=False)
         job_scancel_enqueue(pk)
     return len(interrupted) + len(stale)
 

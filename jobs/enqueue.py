@@ -44,5 +44,4 @@ def _send(task: str, job_id: int) -> bool:
         log.error("Could not send %s for job %s (the sweep sends it when the broker is back): %s", task, job_id, error)
         Job.objects.filter(pk=job_id).update(enqueue_failed=True)
         return False
-    Job.objects.filter(pk=job_id, enqueue_failed=True).update(enqueue_failed=False)
     return True

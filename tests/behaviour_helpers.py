@@ -125,21 +125,23 @@ def make_stale(job: Job, seconds: float | None = None) -> None:
     Job.objects.filter(pk=job.pk).update(updated_at=old)
 
 
-def unreachable_controller(folder: Path) -> str:
-    """A slurm.conf naming a controller port nobody listens on (as tests/jobs/test_transient.py does).
-
-    `folder` must be readable by the students: commands run as them read it too (pytest's tmp_path is
-    not, and a Slurm tool that cannot read its configuration hangs until the runner's timeout).
-    """
+def slurm_conf_with(folder: Path, **settings: str | int) -> str:
+    """A copy of the lab's slurm.conf (and gres.conf) in `folder` with some settings replaced, for
+    SLURM_CONF. `folder` must be readable by the students: commands run as them read it too (pytest's
+    tmp_path is not, and a Slurm tool that cannot read its configuration hangs until the runner's timeout)."""
     source = Path("/etc/slurm/slurm.conf").resolve()
-    lines = source.read_text().splitlines()
-    lines = [line for line in lines if not line.startswith(("SlurmctldPort=", "MessageTimeout="))]
+    lines = [line for line in source.read_text().splitlines() if line.split("=", 1)[0] not in settings]
     folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-    (folder / "slurm.conf").write_text("\n".join(lines + ["SlurmctldPort=1", "MessageTimeout=2"]) + "\n")
+    (folder / "slurm.conf").write_text("\n".join(lines + [f"{key}={value}" for key, value in settings.items()]) + "\n")
     (folder / "gres.conf").write_text((source.parent / "gres.conf").read_text())
     for name in ("slurm.conf", "gres.conf"):
         (folder / name).chmod(0o644)
     return str(folder / "slurm.conf")
+
+
+def unreachable_controller(folder: Path) -> str:
+    """A slurm.conf naming a controller port nobody listens on (as tests/jobs/test_transient.py does)."""
+    return slurm_conf_with(folder, SlurmctldPort=1, MessageTimeout=2)
 
 
 @contextmanager

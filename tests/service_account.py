@@ -72,22 +72,29 @@ def service_argv(*argv: str) -> list[str]:
     return ["/usr/sbin/runuser", "-u", SERVICE_ACCOUNT, "--", *argv]
 
 
+def service_process(code: str, settings, **env: str) -> subprocess.Popen:
+    """Start Python `code` (Django set up) as the service account, its output captured."""
+    program = "import django\ndjango.setup()\n" + code
+    return subprocess.Popen(
+        service_argv(sys.executable, "-c", program),
+        env=service_env(settings, **env),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def as_service_account(code: str, settings, *, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
     """Run Python `code` (Django set up) as the service account; fail the test if it does not finish
     within `timeout` seconds, which is how a blocked worker shows."""
-    program = "import django\ndjango.setup()\n" + code
+    process = service_process(code, settings, **env)
     try:
-        result = subprocess.run(
-            service_argv(sys.executable, "-c", program),
-            env=service_env(settings, **env),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as expired:
-        pytest.fail(f"the portal's process as {SERVICE_ACCOUNT} blocked for {timeout} s: {expired.stderr}")
-    return result
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail(f"the portal's process as {SERVICE_ACCOUNT} blocked for {timeout} s: {process.communicate()[1]}")
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def dispatch_as_service_account(job_id: int, settings, **env: str) -> subprocess.CompletedProcess:

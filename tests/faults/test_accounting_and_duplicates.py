@@ -1,8 +1,6 @@
 """Slurm's accounting daemon does not answer while jobs finish; two workers or two beats do the same
 work at once. Nothing is reported finished or running that is not, nothing happens twice."""
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,23 +13,16 @@ from jobs.models import Job, JobEvent, Status
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord
 from slurm import states
-from tests.behaviour_helpers import slurm_job_ids, usage_caught_up
+from tests.behaviour_helpers import slurm_conf_with, slurm_job_ids, usage_caught_up
 from tests.conftest import submit_form
-from tests.service_account import REPO, service_argv, service_env, service_media  # noqa: F401 (a fixture)
+from tests.service_account import service_media, service_process  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slurm
 
 
 def accounting_unreachable(folder: Path) -> str:
     """A slurm.conf whose slurmdbd port nobody listens on: squeue answers, sacct cannot."""
-    source = Path("/etc/slurm/slurm.conf").resolve()
-    lines = [line for line in source.read_text().splitlines() if not line.startswith("AccountingStoragePort=")]
-    folder.mkdir(mode=0o755)
-    (folder / "slurm.conf").write_text("\n".join([*lines, "AccountingStoragePort=1"]) + "\n")
-    (folder / "gres.conf").write_text((source.parent / "gres.conf").read_text())
-    for name in ("slurm.conf", "gres.conf"):
-        (folder / name).chmod(0o644)
-    return str(folder / "slurm.conf")
+    return slurm_conf_with(folder, AccountingStoragePort=1)
 
 
 def left_the_queue(job: Job, seconds: float = 180) -> None:
@@ -78,18 +69,7 @@ def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_don
 
 def together(code: str, settings, copies: int = 2) -> None:
     """Run the same portal code in `copies` processes as the service account, started together."""
-    program = "import django\ndjango.setup()\n" + code
-    processes = [
-        subprocess.Popen(
-            service_argv(sys.executable, "-c", program),
-            env=service_env(settings),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(copies)
-    ]
+    processes = [service_process(code, settings) for _ in range(copies)]
     for process in processes:
         _, errors = process.communicate(timeout=120)
         assert process.returncode == 0, errors

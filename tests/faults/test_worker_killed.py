@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -20,7 +19,7 @@ from django.urls import reverse
 from jobs.models import Job, Status
 from jobs.tasks import jobs_sync
 from portal.celery import app
-from tests.behaviour_helpers import make_stale, slurm_job_ids, tasks_run_in_process
+from tests.behaviour_helpers import make_stale, slurm_conf_with, slurm_job_ids, tasks_run_in_process
 from tests.conftest import dispatch, submit_form
 from tests.http_helpers import celery_queue_clear
 from tests.service_account import running_portal, service_media, stop  # noqa: F401 (a fixture)
@@ -44,19 +43,8 @@ def silent_controller(job_root) -> Iterator[str]:
                 return
 
     threading.Thread(target=accept, daemon=True).start()
-    folder = job_root / "silent-controller"
-    folder.mkdir(mode=0o755)
-    source = Path("/etc/slurm/slurm.conf").resolve()
-    lines = [
-        line for line in source.read_text().splitlines() if not line.startswith(("SlurmctldPort=", "MessageTimeout="))
-    ]
-    (folder / "slurm.conf").write_text(
-        "\n".join([*lines, f"SlurmctldPort={listener.getsockname()[1]}", "MessageTimeout=8"]) + "\n"
-    )
-    (folder / "gres.conf").write_text((source.parent / "gres.conf").read_text())
-    for name in ("slurm.conf", "gres.conf"):
-        (folder / name).chmod(0o644)
-    yield str(folder / "slurm.conf")
+    conf = slurm_conf_with(job_root / "silent-controller", SlurmctldPort=listener.getsockname()[1], MessageTimeout=8)
+    yield conf
     listener.close()
     for connection in held:
         connection.close()

@@ -11,6 +11,7 @@ from courses import models
 from courses.models import Course
 from jobs.models import Job
 from tests.conftest import make_user, submit_form
+from tests.security.conftest import site_ceilings_set
 
 POLICY = {
     "max_gpus_per_job": "1",
@@ -29,14 +30,7 @@ WHO_TO_ASK = "Only operations staff can raise it: ask hpc-help@example.edu."
 
 @pytest.fixture(autouse=True)
 def site_ceilings(settings):
-    settings.LABQUEUE_CEILING_GPUS_PER_JOB = 4
-    settings.LABQUEUE_CEILING_CPUS_PER_JOB = 32
-    settings.LABQUEUE_CEILING_MEM_MB_PER_JOB = 128000
-    settings.LABQUEUE_CEILING_MINUTES_PER_JOB = 1440
-    settings.LABQUEUE_CEILING_JOBS_PER_STUDENT = 20
-    settings.LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT = 100
-    settings.LABQUEUE_CEILING_GPUS_PER_COURSE = 8
-    settings.LABQUEUE_ALLOWED_QOS = ["coursework"]
+    site_ceilings_set(settings, allowed_qos=["coursework"])
     settings.LABQUEUE_ALLOWED_PARTITIONS = ["gpu"]
     settings.LABQUEUE_OPERATIONS_CONTACT = "hpc-help@example.edu"
 

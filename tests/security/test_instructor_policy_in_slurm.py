@@ -17,6 +17,7 @@ from courses.models import Assignment, Course, Enrollment, Role
 from jobs.models import Job
 from tests.behaviour_helpers import assoc_fields, restore_cs102, slurm
 from tests.conftest import ECHO_SCRIPT, PARAMETERS, make_user, submit_form
+from tests.security.conftest import site_ceilings_set
 
 pytestmark = pytest.mark.slurm
 
@@ -47,14 +48,7 @@ def privileged_qos():
 
 @pytest.fixture
 def ceilings(settings):
-    settings.LABQUEUE_CEILING_GPUS_PER_JOB = 4
-    settings.LABQUEUE_CEILING_CPUS_PER_JOB = 32
-    settings.LABQUEUE_CEILING_MEM_MB_PER_JOB = 128000
-    settings.LABQUEUE_CEILING_MINUTES_PER_JOB = 1440
-    settings.LABQUEUE_CEILING_JOBS_PER_STUDENT = 20
-    settings.LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT = 100
-    settings.LABQUEUE_CEILING_GPUS_PER_COURSE = 8
-    settings.LABQUEUE_ALLOWED_QOS = []
+    site_ceilings_set(settings, allowed_qos=[])
     settings.LABQUEUE_COURSE_QOS = ""
 
 

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from jobs.models import Job, Status
 from portal.celery import app
-from tests.conftest import submit_form
+from tests.conftest import job_row, submit_form
 from tests.http_helpers import celery_queue_clear
 from tests.service_account import Portal, running_portal, service_media  # noqa: F401 (a fixture)
 
@@ -86,15 +86,9 @@ def test_a_job_goes_from_browser_to_cluster_to_download_with_every_portal_proces
 def test_a_job_directory_the_portal_may_not_read_is_said_so_on_the_page_not_shown_as_empty(
     student, ta, assignment, job_root, portal
 ):
-    job = Job.objects.create(
-        user=student,
-        assignment=assignment,
-        run_as="student1",
-        gpus=0,
-        cpus=1,
-        mem_mb=100,
-        minutes=1,
-        account="cs101",
+    job = job_row(
+        student,
+        assignment,
         status=Status.COMPLETED,
         workdir=str(job_root / "student1" / "0f8e1234-0000-4000-8000-000000000002"),
         submitted_at=timezone.now(),

@@ -44,7 +44,49 @@ def stopped(daemon: str) -> Iterator[None]:
             time.sleep(0.2)
         yield
     finally:
-        subprocess.run([str(REPO / "scripts" / "labcluster"), "up"], check=True, capture_output=True, timeout=300)
+        # Back, and proven to run a job again (the smoke job) before the next test uses the cluster.
+        subprocess.run(
+            [str(REPO / "scripts" / "labcluster"), "up"],
+            check=True,
+            capture_output=True,
+            timeout=300,
+            env={**os.environ, "LABCLUSTER_SMOKE": "1"},
+        )
+        accounting_settled()
+
+
+def accounting_settled(seconds: float = 60) -> None:
+    """Right after a restart, slurmdbd may record a job's end before its exit code: wait until a job that
+    exits 3 is recorded with it, so the next test reads settled accounting."""
+    job_id = subprocess.run(
+        [
+            "runuser",
+            "-u",
+            "student1",
+            "--",
+            "sbatch",
+            "--parsable",
+            "-A",
+            "cs101",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "exit 3",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/tmp",
+    ).stdout.strip()
+    deadline = time.monotonic() + seconds
+    while True:
+        shown = subprocess.run(
+            ["sacct", "-X", "-n", "-P", "-j", job_id, "-o", "State,ExitCode"], capture_output=True, text=True
+        )
+        if shown.stdout.strip() == "FAILED|3:0":
+            return
+        assert time.monotonic() < deadline, f"accounting never settled: {shown.stdout!r}"
+        time.sleep(0.5)
 
 
 def submitted(client, student) -> Job:

@@ -4,13 +4,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import UploadedFile
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from courses.models import Assignment, AssignmentVersion, Course, Dataset, Enrollment, LabSession, StarterFile
 from courses.policy import ceiling_problems, lab_limit_problems, lab_overlap_problem
-from courses.roster import RosterPlan, RosterRow
-from courses.selectors import assignment_version_latest, course_ceilings
+from courses.roster import RosterPlan, RosterRow, roster_plan
+from courses.selectors import assignment_version_latest, course_ceilings, roster_current
 from portal.celery import app
 
 LAB_SCHEDULE_LOCK = 4_202_604  # pg_advisory_xact_lock key for lab scheduling
@@ -101,6 +101,23 @@ def roster_apply(*, course: Course, plan: RosterPlan, actor) -> RosterPlan:
     return plan
 
 
+@transaction.atomic
+def roster_confirm(*, course: Course, text: str, digest: str, keep: frozenset[str], actor) -> tuple[str, RosterPlan]:
+    """Apply the previewed roster `text` if the course's roster is still the one it was previewed against.
+
+    Confirmations of one course take turns (a lock on the course row), so a double click applies the plan
+    once; the second finds the roster already as the CSV says. Returns ("applied" | "in place" | "changed",
+    the plan as it stands now).
+    """
+    Course.objects.select_for_update().filter(pk=course.pk).exists()
+    plan = roster_plan(text, roster_current(course=course), keep=keep)
+    if plan.ok and plan.digest() == digest:
+        return "applied", roster_apply(course=course, plan=plan, actor=actor)
+    if plan.ok and not plan.has_changes:
+        return "in place", plan
+    return "changed", plan
+
+
 def _roster_user(row: RosterRow):
     User = get_user_model()
     user = User.objects.filter(netid=row.netid).first()
@@ -112,7 +129,11 @@ def _roster_user(row: RosterRow):
     user = User(username=username, netid=row.netid, email=row.email, first_name=row.first_name, last_name=row.last_name)
     user.set_unusable_password()
     user.full_clean()
-    user.save()
+    try:
+        with transaction.atomic():  # another course's roster may add the same person at this moment
+            user.save()
+    except IntegrityError:
+        return User.objects.get(netid=row.netid)
     return user
 
 

@@ -25,7 +25,7 @@ from courses.selectors import (
     lab_session_next,
     roster_current,
 )
-from courses.services import assignment_save, roster_apply
+from courses.services import assignment_save, roster_confirm
 
 
 def _preview(assignment) -> str:
@@ -150,20 +150,24 @@ def roster_import(request: HttpRequest, slug: str) -> HttpResponse:
     text, plan = "", None
     if confirming and (confirm := RosterConfirmForm(request.POST)).is_valid():
         text = confirm.cleaned_data["csv_text"]
-        plan = roster_plan(text, roster_current(course=course), keep=keep)
-        if plan.ok and plan.digest() == confirm.cleaned_data["digest"]:
-            try:
-                roster_apply(course=course, plan=plan, actor=request.user)
-            except ValidationError as error:
-                messages.error(request, " ".join(error.messages))
-            else:
-                messages.success(
-                    request,
-                    f"Roster applied: {len(plan.adds)} added, "
-                    f"{len(plan.role_changes)} role changes, {len(plan.drops)} dropped.",
-                )
-                return redirect("courses:course-detail", slug=course.slug)
-        else:
+        try:
+            outcome, plan = roster_confirm(
+                course=course, text=text, digest=confirm.cleaned_data["digest"], keep=keep, actor=request.user
+            )
+        except ValidationError as error:
+            outcome, plan = "", roster_plan(text, roster_current(course=course), keep=keep)
+            messages.error(request, " ".join(error.messages))
+        if outcome == "applied":
+            messages.success(
+                request,
+                f"Roster applied: {len(plan.adds)} added, "
+                f"{len(plan.role_changes)} role changes, {len(plan.drops)} dropped.",
+            )
+            return redirect("courses:course-detail", slug=course.slug)
+        if outcome == "in place":
+            messages.info(request, "The course's roster already matches this file: nothing to change.")
+            return redirect("courses:course-detail", slug=course.slug)
+        if outcome == "changed":
             messages.error(request, "The roster or the course changed since the preview. Check this preview again.")
     elif confirming:
         messages.error(request, "The roster or the course changed since the preview. Upload the roster again.")

@@ -53,6 +53,63 @@ def table_rows(html: str, table_id: str) -> list[list[str]]:
     return parser.tables.get(table_id, [])
 
 
+class _Forms(HTMLParser):
+    """Every <form>: its action, the names in it (buttons too), and the values a browser would send as it
+    stands (inputs with a value, checked boxes, textareas, selected options)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict] = []
+        self.form: dict | None = None
+        self.textarea: str | None = None
+        self.select: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "form":
+            self.form = {"action": attrs.get("action") or "", "names": set(), "fields": {}}
+            self.forms.append(self.form)
+            return
+        if self.form is None or "name" not in attrs and tag != "option":
+            return
+        name = attrs.get("name")
+        if name:
+            self.form["names"].add(name)
+        if tag == "input" and attrs.get("type") not in ("submit", "button", "file"):
+            if attrs.get("type") not in ("checkbox", "radio") or "checked" in attrs:
+                self.form["fields"][name] = attrs.get("value") or ""
+        elif tag == "textarea":
+            self.textarea = name
+            self.form["fields"][name] = ""
+        elif tag == "select":
+            self.select = name
+        elif tag == "option" and self.select and ("selected" in attrs or self.select not in self.form["fields"]):
+            self.form["fields"][self.select] = attrs.get("value", "")
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self.form = None
+        elif tag == "textarea":
+            self.textarea = None
+        elif tag == "select":
+            self.select = None
+
+    def handle_data(self, data):
+        if self.form is not None and self.textarea:
+            self.form["fields"][self.textarea] += data
+
+
+def form_fields(html: str, *, action: str = "", containing: str = "") -> dict[str, str]:
+    """What the page's form (the one posting to `action`, or holding a field or button named `containing`)
+    sends when submitted unchanged."""
+    parser = _Forms()
+    parser.feed(html)
+    for form in parser.forms:
+        if (action and form["action"] == action) or (containing and containing in form["names"]):
+            return dict(form["fields"])
+    raise AssertionError(f"no form for {action or containing!r} on the page")
+
+
 def page_messages(response) -> list[str]:
     """The messages (django.contrib.messages) a page showed."""
     return [str(message) for message in response.context["messages"]]

@@ -150,11 +150,12 @@ class Portal:
         self.workers.append(worker)
         return worker
 
-    def start_beat(self) -> subprocess.Popen:
+    def start_beat(self, name: str = "beat") -> subprocess.Popen:
+        """Celery beat; a second one (another `name`, its own schedule file) is beat started twice by mistake."""
         bin_dir = Path(sys.executable).parent
-        schedule = Path(self.env["LABQUEUE_MEDIA_ROOT"]) / "celerybeat-schedule"
+        schedule = Path(self.env["LABQUEUE_MEDIA_ROOT"]) / f"celerybeat-schedule-{name}"
         argv = [str(bin_dir / "celery"), "-A", "portal", "beat", "--loglevel=INFO", f"--schedule={schedule}"]
-        beat = _start(service_argv(*argv), self.env, self.logs / "beat.log")
+        beat = _start(service_argv(*argv), self.env, self.logs / f"{name}.log")
         self.workers.append(beat)
         return beat
 
@@ -183,9 +184,10 @@ class Portal:
         )
 
     def server_errors(self) -> list[str]:
-        """Lines of the web server's access log that answered HTTP 500."""
+        """Lines of the web server's log that answered HTTP 500 or report an unhandled error (a 503 from
+        /readyz is an answer, not an error)."""
         text = (self.logs / "web.log").read_text(errors="replace")
-        return [line for line in text.splitlines() if re.search(r'" 5\d\d ', line)]
+        return [line for line in text.splitlines() if re.search(r'" 500 |Internal Server Error', line)]
 
 
 @contextmanager
@@ -210,6 +212,7 @@ def running_portal(settings, logs: Path, *, workers: int = 1, **env: str) -> Ite
                 assert time.monotonic() < deadline, (logs / "web.log").read_text()
                 time.sleep(0.2)
         yield portal
+        assert portal.server_errors() == [], "a person got an HTTP 500 (web.log above)"
     finally:
         for process in [portal.web, *portal.workers]:
             stop(process)

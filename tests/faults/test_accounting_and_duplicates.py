@@ -1,5 +1,6 @@
 """Slurm's accounting daemon does not answer while jobs finish; two workers or two beats do the same
-work at once. Nothing is reported finished or running that is not, nothing happens twice."""
+work at once; beat is started twice by mistake. Nothing is reported finished or running that is not,
+nothing happens twice."""
 
 import time
 from pathlib import Path
@@ -13,9 +14,11 @@ from jobs.models import Job, JobEvent, Status
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord
 from slurm import states
-from tests.behaviour_helpers import slurm_conf_with, slurm_job_ids, usage_caught_up
+from tests.behaviour_helpers import make_stale, slurm_conf_with, slurm_job_ids, usage_caught_up
 from tests.conftest import submit_form
-from tests.service_account import service_media, service_process  # noqa: F401 (a fixture)
+from tests.faults.conftest import wait_until
+from tests.http_helpers import celery_queue_clear
+from tests.service_account import running_portal, service_media, service_process  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slurm
 
@@ -106,3 +109,38 @@ def test_two_beats_syncing_at_once_finish_a_job_once(client, student, assignment
     assert job.status == Status.COMPLETED
     assert JobEvent.objects.filter(job=job, to_status=Status.COMPLETED).count() == 1
     assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("service_media")
+def test_beat_started_twice_by_mistake_sends_each_lost_job_once_and_finishes_it_once(
+    settings, tmp_path, student, assignment
+):
+    """Two beats send every periodic task twice: two syncs at a time, and two sweeps that both find the
+    jobs whose submit tasks were lost. Each job is still sent once and finished once."""
+    celery_queue_clear()
+    with running_portal(settings, tmp_path, workers=0, LABQUEUE_SYNC_SECONDS="1") as portal:
+        browser = portal.browser_for(student)
+        data = {key: value for key, value in submit_form().items() if key != "uploads"}
+        for _ in range(3):
+            assert portal.submit(browser, "cs101", "hello", data).status_code == 302
+        celery_queue_clear()  # the submit tasks are lost (a broker restarted without its data)
+        for job in Job.objects.all():
+            make_stale(job)
+        portal.start_beat("beat")
+        portal.start_beat("second-beat")
+        portal.start_worker()
+        wait_until(
+            lambda: Job.objects.filter(status=Status.COMPLETED).count() == 3,
+            f"jobs: {list(Job.objects.values_list('status', flat=True))}",
+            seconds=180,
+        )
+
+        for name in ("beat", "second-beat"):
+            sent = (tmp_path / f"{name}.log").read_text().count("Sending due task jobs-sync")
+            assert sent >= 2, f"{name} sent the sync {sent} times"
+    for job in Job.objects.all():
+        assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}, "sent once"
+        assert job.submit_attempts == 1
+        assert JobEvent.objects.filter(job=job, to_status=Status.SUBMITTING).count() == 1
+        assert JobEvent.objects.filter(job=job, to_status=Status.COMPLETED).count() == 1

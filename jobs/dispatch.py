@@ -156,6 +156,10 @@ def job_scancel(*, job_id: int) -> None:
         slurm.cancel(job.slurm_job_id, run_as=job.run_as)
 
 
+#: What squeue tells about a job still in the queue (_live_fields).
+LIVE_FIELDS = ("slurm_state", "reason", "queue_position", "started_at")
+
+
 def _live_fields(live: slurm.LiveJob) -> dict:
     return {
         "slurm_state": live.state,
@@ -199,18 +203,26 @@ def jobs_sync() -> int:
         return 0
     live = slurm.queue()
     now = timezone.now()
-    finished = []
+    finished, changed, unchanged = [], [], []
     for job in active:
         entry = live.get(job.slurm_job_id)
         if entry is None or not states.is_live(entry.state):
             finished.append(job)
             continue
         target = Status.RUNNING if states.is_running(entry.state) else Status.PENDING
-        fields = {**_live_fields(entry), "checked_at": now, "left_queue_at": None}
+        fields = {**_live_fields(entry), "left_queue_at": None}
         if target != job.status:
-            job_transition(job=job, to=target, cause=f"Slurm reports {entry.state}.", **fields)
+            job_transition(job=job, to=target, cause=f"Slurm reports {entry.state}.", checked_at=now, **fields)
+        elif any(getattr(job, name) != value for name, value in fields.items()):
+            for name, value in fields.items():
+                setattr(job, name, value)
+            job.checked_at = now
+            changed.append(job)
         else:
-            Job.objects.filter(pk=job.pk, status=job.status).update(**fields)
+            unchanged.append(job.pk)
+    # What did not change costs one statement however many jobs; what changed, one per batch.
+    Job.objects.filter(pk__in=unchanged).update(checked_at=now)
+    Job.objects.bulk_update(changed, [*LIVE_FIELDS, "left_queue_at", "checked_at"], batch_size=500)
     if finished:
         # Left the queue: finished, but how is known only from sacct. Until it answers the job is
         # neither "running" nor done, and its check time stays old so the page says so.

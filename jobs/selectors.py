@@ -42,14 +42,14 @@ def job_list(*, user, course_slug: str = "") -> QuerySet[Job]:
 
 
 def job_list_for_course(*, course: Course, status: str = "") -> QuerySet[Job]:
-    jobs = Job.objects.filter(assignment__course=course).select_related("assignment", "user")
+    jobs = Job.objects.filter(assignment__course=course).select_related("assignment__course", "user")
     if status:
         jobs = jobs.filter(status=status)
     return jobs.order_by("-created_at")
 
 
 def job_list_failed(*, course: Course, assignment: str = "", explanation: str = "", student: str = "") -> QuerySet[Job]:
-    jobs = Job.objects.filter(assignment__course=course, status__in=FAILED).select_related("assignment", "user")
+    jobs = Job.objects.filter(assignment__course=course, status__in=FAILED).select_related("assignment__course", "user")
     if assignment:
         jobs = jobs.filter(assignment__slug=assignment)
     if explanation:

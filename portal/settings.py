@@ -328,3 +328,6 @@ for _network in LABQUEUE_METRICS_ALLOW:
         ipaddress.ip_network(_network, strict=False)
     except ValueError:
         raise ImproperlyConfigured(f"LABQUEUE_METRICS_ALLOW: {_network!r} is not an IP address or CIDR network.")
+# `manage.py doctor` (reports/doctor.py) checks munge with `munge -n | unmunge` on munge's default socket, or on
+# this one when set (where the site's Slurm uses AuthInfo=socket=...).
+LABQUEUE_MUNGE_SOCKET = env("LABQUEUE_MUNGE_SOCKET")

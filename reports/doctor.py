@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
@@ -101,6 +101,8 @@ def _account() -> Result:
 def _database() -> Result:
     db = settings.DATABASES["default"]
     where = f"{db.get('HOST') or 'localhost'}:{db.get('PORT') or 'default port'}/{db.get('NAME')}"
+    if db["ENGINE"] == "django.db.backends.postgresql":  # a host that does not answer: say so within seconds
+        connection.settings_dict.setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
     try:
         connection.ensure_connection()
     except Exception as error:
@@ -354,7 +356,10 @@ def _static_files() -> Result:
 
 def _beat() -> Result:
     period = job_sync_period()
-    last = job_sync_last()
+    try:
+        last = job_sync_last()
+    except DatabaseError as error:
+        return Result("beat", FAIL, f"the heartbeats cannot be read: {_first_line(error)}", "Fix the database (above).")
     fix = (
         "Start exactly one Celery beat (`celery -A portal beat`) and at least one worker; their logs say why "
         "the job-status sync does not finish."

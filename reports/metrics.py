@@ -80,7 +80,7 @@ def command_observed(command: Command) -> None:
         if failed:
             pipe.hincrby(COMMANDS_KEY, f"{command.tool}:failures", 1)
         pipe.execute()
-    except redis.RedisError as error:
+    except Exception as error:  # Redis down, or a broker URL Redis cannot use: the command is not counted
         _redis_down_until = time.monotonic() + REDIS_BACKOFF_SECONDS
         logger.warning("metrics: Slurm commands are not counted for %.0f s: %s", REDIS_BACKOFF_SECONDS, error)
 

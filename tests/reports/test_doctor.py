@@ -2,6 +2,7 @@
 process, with the installation's environment. It passes on the lab; each category, broken on purpose (only
 in this test's own environment: the shared services are never touched), fails and names the fix."""
 
+import io
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from jobs.tasks import jobs_sync
 from tests.service_account import REPO, free_port, service_argv, service_env, service_media  # noqa: F401 (a fixture)
@@ -111,14 +113,25 @@ def test_without_a_test_user_the_checks_that_need_one_are_skipped_and_say_how(se
     assert checks["job files"][0] == "SKIP"
 
 
-def test_run_as_root_doctor_fails_and_says_to_run_it_as_the_service_account(settings):
-    status, checks = doctor(settings, "--user", STUDENT, as_root=True)
+def test_run_as_root_doctor_fails_and_says_to_run_it_as_the_service_account(settings, static_root):
+    """In this process (root), as `manage.py doctor` runs it: the checks of what the service account may do
+    say nothing as root and are skipped."""
+    jobs_sync()
+    settings.STATIC_ROOT = static_root
+    output = io.StringIO()
 
-    assert status == 1
-    detail, fix = failed(checks, "account")
-    assert detail.startswith("doctor runs as root")
-    assert fix.startswith("Run doctor as the service account")
-    assert checks["job files"][:2] == ("SKIP", "doctor runs as root")
+    with pytest.raises(SystemExit) as exit_status:
+        call_command("doctor", user=STUDENT, stdout=output)
+
+    assert exit_status.value.code == 1
+    lines = output.getvalue().splitlines()
+    assert lines[0].startswith("FAIL  account: doctor runs as root; the web server and the worker must not")
+    assert lines[1].startswith("      fix: Run doctor as the service account the portal runs as")
+    for check in ("job root", "run-as", "job files"):
+        assert f"SKIP  {check}: doctor runs as root" in lines
+    for check in ("database", "broker", "slurm versions", "munge", "job-dir helper", "static files", "beat"):
+        assert any(line.startswith(f"OK    {check}: ") for line in lines), (check, lines)
+    assert lines[-1] == "doctor: 1 check(s) failed: account"
 
 
 def test_a_database_that_does_not_exist_fails_and_says_to_check_database_url(settings):

@@ -1,5 +1,6 @@
 """LabQueue settings. Every value comes from the environment; see .env.example."""
 
+import ipaddress
 import json
 import os
 from pathlib import Path
@@ -316,3 +317,17 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LABQUEUE_LOG_LEVEL", "INFO")},
 }
+
+# Operations: Prometheus metrics at /metrics (reports/metrics.py), off unless a token or an allow-list is
+# set. Scrapers send `Authorization: Bearer <LABQUEUE_METRICS_TOKEN>`, or come from an address or CIDR
+# network on LABQUEUE_METRICS_ALLOW (compared with REMOTE_ADDR: behind a proxy, that is the proxy's address).
+LABQUEUE_METRICS_TOKEN = env("LABQUEUE_METRICS_TOKEN")
+LABQUEUE_METRICS_ALLOW = env_list("LABQUEUE_METRICS_ALLOW")
+for _network in LABQUEUE_METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"LABQUEUE_METRICS_ALLOW: {_network!r} is not an IP address or CIDR network.")
+# `manage.py doctor` (reports/doctor.py) checks munge with `munge -n | unmunge` on munge's default socket, or on
+# this one when set (where the site's Slurm uses AuthInfo=socket=...).
+LABQUEUE_MUNGE_SOCKET = env("LABQUEUE_MUNGE_SOCKET")

@@ -6,6 +6,7 @@ from portal.views import admin_login
 
 urlpatterns = [
     path("", include("reports.health")),  # /healthz and /readyz
+    path("", include("reports.metrics")),  # /metrics (off unless a token or an allow-list is set)
     path("accounts/", include("allauth.urls")),
     path("admin/login/", admin_login, name="admin-login"),  # before the admin's own: SSO unless passwords are on
     path("admin/", admin.site.urls),

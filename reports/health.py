@@ -5,6 +5,8 @@ when a check fails, naming it. Neither needs a login nor shows anything about pe
 In reports, the top layer, because it reads the heartbeats of jobs, clusterpolicy and reports.
 """
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -57,7 +59,7 @@ def _broker() -> str:
     return ""
 
 
-def _behind(last, period: int, what: str) -> str:
+def _behind(last: datetime | None, period: int, what: str) -> str:
     if last is None:
         return f"{what} has not run yet (is Celery beat running, and one worker?)"
     age = (timezone.now() - last).total_seconds()
@@ -66,19 +68,37 @@ def _behind(last, period: int, what: str) -> str:
     return ""
 
 
+def job_sync_last() -> datetime | None:
+    """When the job-status sync last finished (its heartbeat)."""
+    return Heartbeat.objects.filter(name="jobs_sync").values_list("at", flat=True).first()
+
+
+def job_sync_period() -> int:
+    return max(settings.LABQUEUE_SYNC_SECONDS, 10)
+
+
+def usage_ingest_last() -> datetime | None:
+    """When Slurm's accounting was last copied into the portal without an error."""
+    cursor = AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER).first()
+    return cursor.last_success_at if cursor else None
+
+
+def association_sync_last() -> datetime | None:
+    """When the last (not dry-run) association reconciliation finished."""
+    run = AssociationRun.objects.filter(dry_run=False).exclude(finished_at=None).order_by("-finished_at").first()
+    return run.finished_at if run else None
+
+
 def _job_sync() -> str:
-    last = Heartbeat.objects.filter(name="jobs_sync").values_list("at", flat=True).first()
-    return _behind(last, max(settings.LABQUEUE_SYNC_SECONDS, 10), "the job-status sync")
+    return _behind(job_sync_last(), job_sync_period(), "the job-status sync")
 
 
 def _usage_ingest() -> str:
-    cursor = AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER).first()
-    return _behind(cursor.last_success_at if cursor else None, settings.LABQUEUE_USAGE_INGEST_SECONDS, "usage ingest")
+    return _behind(usage_ingest_last(), settings.LABQUEUE_USAGE_INGEST_SECONDS, "usage ingest")
 
 
 def _association_sync() -> str:
-    run = AssociationRun.objects.filter(dry_run=False).exclude(finished_at=None).order_by("-finished_at").first()
-    return _behind(run.finished_at if run else None, settings.LABQUEUE_RECONCILE_SECONDS, "the association sync")
+    return _behind(association_sync_last(), settings.LABQUEUE_RECONCILE_SECONDS, "the association sync")
 
 
 urlpatterns = [

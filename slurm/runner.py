@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -55,6 +55,11 @@ command_counts: Counter[str] = Counter()
 _lock = threading.Lock()
 _logs: list[list[Command]] = []
 
+#: Called with every command after it ran, in the thread that ran it. The portal registers its metrics
+#: recorder here when Django starts (reports/apps.py), so this package imports no app. An observer that
+#: raises is logged and ignored: counting a command never breaks it.
+observers: list[Callable[[Command], None]] = []
+
 
 @contextmanager
 def command_log() -> Iterator[list[Command]]:
@@ -81,6 +86,11 @@ def _record(command: Command) -> None:
         command_counts[command.tool] += 1
         for log in _logs:
             log.append(command)
+    for observer in list(observers):
+        try:
+            observer(command)
+        except Exception:
+            logger.exception("slurm: an observer of %s failed", command.tool)
 
 
 def resolve(argv: Sequence[str]) -> list[str]:

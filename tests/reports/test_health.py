@@ -5,9 +5,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from clusterpolicy.models import AssociationRun
 from clusterpolicy.tasks import associations_reconcile
 from jobs.models import Heartbeat
 from jobs.tasks import jobs_sync
+from reports.models import AccountingCursor
 from reports.tasks import usage_ingest
 
 pytestmark = pytest.mark.slurm
@@ -44,3 +46,20 @@ def test_readyz_is_ready_once_the_worker_has_done_each_periodic_task_and_not_whe
     behind = client.get("/readyz")
     assert behind.status_code == 503
     assert behind.json()["checks"]["job_sync"]["detail"].startswith("the job-status sync last finished 30")
+
+
+def test_readyz_fails_when_usage_ingest_or_the_association_sync_falls_behind(client, db, settings):
+    jobs_sync()
+    usage_ingest()
+    associations_reconcile()
+    long_ago = timezone.now() - timedelta(days=1)
+
+    AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER).update(last_success_at=long_ago)
+    AssociationRun.objects.update(finished_at=long_ago)
+    response = client.get("/readyz")
+
+    assert response.status_code == 503
+    checks = response.json()["checks"]
+    assert checks["job_sync"]["ok"] is True
+    assert checks["usage_ingest"]["detail"].startswith("usage ingest last finished 86")
+    assert checks["association_sync"]["detail"].startswith("the association sync last finished 86")

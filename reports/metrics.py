@@ -1,0 +1,182 @@
+"""Prometheus metrics at /metrics (prometheus-client's text format), for the site's monitoring.
+
+Off unless LABQUEUE_METRICS_TOKEN (scrapers send ``Authorization: Bearer <token>``) or
+LABQUEUE_METRICS_ALLOW (addresses and CIDR networks, compared with REMOTE_ADDR) is set: then /metrics
+answers 404, as if it did not exist. A request that meets neither answers 403. The page names no person,
+course or job.
+
+Everything is read when the scraper asks, so any web process answers the same:
+
+- jobs by status and the submissions total from PostgreSQL (one GROUP BY; every job row is a submission,
+  retries included);
+- how long ago the job-status sync, the usage ingest and the association sync last finished, from the
+  rows /readyz reads (reports/health.py); +Inf when one has never finished, so an alert on a threshold fires;
+- the Celery queue length: LLEN of the default queue's list in the Redis broker;
+- Slurm commands by tool, with their time and failures.
+
+Slurm commands run in the worker (and a few in the web processes) while /metrics is served by a web
+process, so counts kept in one process's memory would be useless. The runner (slurm/runner.py) calls its
+observers after every command, and :func:`command_observed`, registered when Django starts
+(reports/apps.py), adds the command to one Redis hash in the broker's database: HINCRBY for the count and
+the failures, HINCRBYFLOAT for the seconds, in one round trip. Redis rather than PostgreSQL because an
+increment there costs no transaction and no row lock on a hot row in every sync cycle, and the broker is
+already a dependency of every process. The counts live as long as that Redis database (a restart of a
+Redis without persistence starts them at zero, which Prometheus' rate() treats as a counter reset). When
+Redis does not answer, commands are not counted for half a minute rather than each waiting on it.
+"""
+
+import hmac
+import ipaddress
+import logging
+import math
+import threading
+import time
+
+import redis
+from django.conf import settings
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+
+from jobs.models import Job, Status
+from reports.health import association_sync_last, job_sync_last, usage_ingest_last
+from slurm.runner import Command
+
+logger = logging.getLogger(__name__)
+
+#: The Redis hash (in the broker's database) holding "<tool>:count", "<tool>:failures", "<tool>:seconds".
+COMMANDS_KEY = "labqueue:metrics:slurm_commands"
+#: After Redis failed to answer, commands are not counted for this long.
+REDIS_BACKOFF_SECONDS = 30.0
+
+_clients: dict[str, redis.Redis] = {}
+_clients_lock = threading.Lock()
+_redis_down_until = 0.0
+
+
+def _redis() -> redis.Redis:
+    """A client for the broker's Redis database (one per URL and process; redis-py pools connections)."""
+    url = settings.CELERY_BROKER_URL
+    with _clients_lock:
+        if url not in _clients:
+            _clients[url] = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
+        return _clients[url]
+
+
+def command_observed(command: Command) -> None:
+    """Count one Slurm command (a runner observer): its tool, its time and whether it failed."""
+    global _redis_down_until
+    if time.monotonic() < _redis_down_until:
+        return
+    failed = command.returncode != 0  # None: killed by the timeout or never started
+    try:
+        pipe = _redis().pipeline(transaction=False)
+        pipe.hincrby(COMMANDS_KEY, f"{command.tool}:count", 1)
+        pipe.hincrbyfloat(COMMANDS_KEY, f"{command.tool}:seconds", command.seconds)
+        if failed:
+            pipe.hincrby(COMMANDS_KEY, f"{command.tool}:failures", 1)
+        pipe.execute()
+    except Exception as error:  # Redis down, or a broker URL Redis cannot use: the command is not counted
+        _redis_down_until = time.monotonic() + REDIS_BACKOFF_SECONDS
+        logger.warning("metrics: Slurm commands are not counted for %.0f s: %s", REDIS_BACKOFF_SECONDS, error)
+
+
+class PortalCollector:
+    """The portal's metrics, read from PostgreSQL and Redis at each scrape."""
+
+    def collect(self):
+        up = GaugeMetricFamily("labqueue_source_up", "Whether /metrics could read this source.", labels=["source"])
+        try:
+            yield from self._database()
+            up.add_metric(["database"], 1)
+        except Exception as error:  # a scrape that cannot read a source says so; it never answers 500
+            logger.warning("metrics: the database could not be read: %s", error)
+            up.add_metric(["database"], 0)
+        try:
+            yield from self._redis()
+            up.add_metric(["redis"], 1)
+        except Exception as error:
+            logger.warning("metrics: Redis could not be read: %s", error)
+            up.add_metric(["redis"], 0)
+        yield up
+
+    def _database(self):
+        counts = dict(Job.objects.order_by().values_list("status").annotate(n=Count("id")))
+        jobs = GaugeMetricFamily("labqueue_jobs", "Jobs in the portal by status.", labels=["status"])
+        for status in Status.values:
+            jobs.add_metric([status], counts.get(status, 0))
+        submissions = CounterMetricFamily("labqueue_job_submissions", "Jobs submitted (retries included).")
+        submissions.add_metric([], sum(counts.values()))
+        yield jobs
+        yield submissions
+        now = timezone.now()
+        for name, help_text, last in (
+            ("labqueue_job_sync_lag_seconds", "Seconds since the job-status sync last finished.", job_sync_last()),
+            ("labqueue_usage_ingest_lag_seconds", "Seconds since usage was last ingested.", usage_ingest_last()),
+            (
+                "labqueue_association_sync_age_seconds",
+                "Seconds since the association sync last finished.",
+                association_sync_last(),
+            ),
+        ):
+            yield GaugeMetricFamily(name, help_text, value=(now - last).total_seconds() if last else math.inf)
+
+    def _redis(self):
+        pipe = _redis().pipeline(transaction=False)
+        pipe.hgetall(COMMANDS_KEY)
+        pipe.llen(getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery"))
+        fields, queued = pipe.execute()
+        yield GaugeMetricFamily("labqueue_celery_queue_length", "Tasks waiting in the Celery queue.", value=queued)
+        totals: dict[str, dict[str, float]] = {}
+        for field, value in fields.items():
+            tool, _, kind = field.decode().rpartition(":")
+            totals.setdefault(tool, {})[kind] = float(value)
+        seconds = SummaryMetricFamily(
+            "labqueue_slurm_command_seconds", "Slurm commands run, by tool, and their time.", labels=["tool"]
+        )
+        failures = CounterMetricFamily(
+            "labqueue_slurm_command_failures", "Slurm commands that failed or timed out, by tool.", labels=["tool"]
+        )
+        for tool, values in sorted(totals.items()):
+            seconds.add_metric([tool], count_value=values.get("count", 0), sum_value=values.get("seconds", 0.0))
+            failures.add_metric([tool], values.get("failures", 0))
+        yield seconds
+        yield failures
+
+
+def _admitted(request: HttpRequest) -> bool:
+    token = settings.LABQUEUE_METRICS_TOKEN
+    if token:
+        scheme, _, sent = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(sent.strip().encode(), token.encode()):
+            return True
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    return any(address in ipaddress.ip_network(allowed, strict=False) for allowed in settings.LABQUEUE_METRICS_ALLOW)
+
+
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not settings.LABQUEUE_METRICS_TOKEN and not settings.LABQUEUE_METRICS_ALLOW:
+        return HttpResponse("Not found: metrics are off on this portal.\n", status=404, content_type="text/plain")
+    if not _admitted(request):
+        return HttpResponse(
+            "Forbidden: /metrics needs the bearer token set in LABQUEUE_METRICS_TOKEN, "
+            "or a client address listed in LABQUEUE_METRICS_ALLOW.\n",
+            status=403,
+            content_type="text/plain",
+        )
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PortalCollector())
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+
+
+urlpatterns = [
+    path("metrics", metrics, name="metrics"),
+]

@@ -146,13 +146,19 @@ def plan(
                     accounts.user_add_argv(cluster=cluster, account=want.account, users=missing),
                 )
             )
+        # Users who need the same `set` values (a policy change: usually the whole class) share one command.
+        groups: dict[tuple, tuple[dict[str, str], list[str], list[str]]] = {}
         for user, limits in want.users.items():
             sets, differences = _user_sets(limits, have.get(user) or Assoc(account=want.account, user=user))
             if sets:
-                values = {key.rstrip("+"): value for key, value in sets.items() if not key.endswith("+")}
-                argv = accounts.user_modify_argv(cluster=cluster, account=want.account, user=user, values=values)
-                argv += [f"QOS+={sets['QOS+']}"] if "QOS+" in sets else []
-                changes.append(Change(want.account, user, "modify", differences, argv))
+                _, users, seen = groups.setdefault(tuple(sorted(sets.items())), (sets, [], []))
+                users.append(user)
+                seen.extend(difference for difference in differences if difference not in seen)
+        for sets, users, differences in groups.values():
+            values = {name.rstrip("+"): value for name, value in sets.items() if not name.endswith("+")}
+            argv = accounts.user_modify_argv(cluster=cluster, account=want.account, users=users, values=values)
+            argv += [f"QOS+={sets['QOS+']}"] if "QOS+" in sets else []
+            changes.append(Change(want.account, ",".join(users), "modify", differences, argv))
         for user in sorted(set(have) - set(want.users) - {""}):
             if user in known_users:
                 changes.append(

@@ -161,8 +161,10 @@ def user_add_argv(*, cluster: str, account: str, users: Sequence[str]) -> list[s
     return ["sacctmgr", "-i", "add", "user", names, f"account={check_name(account)}", f"cluster={check_name(cluster)}"]
 
 
-def user_modify_argv(*, cluster: str, account: str, user: str, values: dict[str, str]) -> list[str]:
-    where = ["where", f"name={check_name(user)}", f"account={check_name(account)}", f"cluster={check_name(cluster)}"]
+def user_modify_argv(*, cluster: str, account: str, users: Sequence[str], values: dict[str, str]) -> list[str]:
+    """One `sacctmgr modify user` for every user in `users` (their associations in `account` get the same values)."""
+    names = ",".join(check_name(user) for user in users)
+    where = ["where", f"name={names}", f"account={check_name(account)}", f"cluster={check_name(cluster)}"]
     return ["sacctmgr", "-i", "modify", "user", *where, "set", *(f"{key}={value}" for key, value in values.items())]
 
 

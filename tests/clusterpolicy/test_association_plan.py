@@ -57,3 +57,18 @@ def test_only_known_users_who_are_not_enrolled_are_removed():
     changes, unmanaged = plan(cluster="lab", desired=desired(), actual=actual, known_users={"student1", "student2"})
     assert [(c.action, c.user) for c in changes] == [("delete-user", "student2")]
     assert unmanaged == [{"account": "cs102", "user": "opsperson", "why": "not a portal user"}]
+
+
+def test_a_policy_change_for_a_class_of_300_is_one_command_and_a_student_changed_by_hand_another():
+    students = [f"s{number:03}" for number in range(300)]
+    old = {**MATCHING, "max_wall_minutes": 20}
+    actual = [Assoc("cs102", "", grp_tres={"gres/gpu": 4})] + [Assoc("cs102", user, **old) for user in students]
+    actual[5] = Assoc("cs102", students[4], **{**old, "max_jobs": 9})
+
+    changes, _ = plan(cluster="lab", desired=desired(students), actual=actual, known_users=set(students))
+
+    assert [(change.action, len(change.user.split(","))) for change in changes] == [("modify", 299), ("modify", 1)]
+    everyone, by_hand = changes
+    assert f"name={','.join(user for user in students if user != students[4])}" in everyone.argv
+    assert everyone.argv[-1] == "MaxWall=30" and everyone.differences == ["MaxWall: 20 -> 30"]
+    assert by_hand.user == students[4] and by_hand.argv[-2:] == ["MaxJobs=2", "MaxWall=30"]

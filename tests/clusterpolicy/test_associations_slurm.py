@@ -36,7 +36,7 @@ UNLIMITED = {
 def restore_cs102() -> None:
     """cs102 as scripts/labcluster makes it: student1-4 associated, no limits anywhere."""
     accounts.sacctmgr_apply(accounts.user_add_argv(cluster="lab", account="cs102", users=CS102_USERS))
-    argv = accounts.user_modify_argv(cluster="lab", account="cs102", user="student1", values=UNLIMITED)
+    argv = accounts.user_modify_argv(cluster="lab", account="cs102", users=["student1"], values=UNLIMITED)
     argv[argv.index("name=student1")] = "name=" + ",".join(CS102_USERS)
     accounts.sacctmgr_apply(argv)
     accounts.sacctmgr_apply(
@@ -193,7 +193,7 @@ def test_a_limit_changed_by_hand_is_reported_as_drift_on_the_staff_page(client, 
     associations_reconcile(course_slugs=["lab102"], trigger="command")
     accounts.sacctmgr_apply(
         accounts.user_modify_argv(
-            cluster="lab", account="cs102", user="student4", values={"MaxJobs": "9", "MaxWall": "600"}
+            cluster="lab", account="cs102", users=["student4"], values={"MaxJobs": "9", "MaxWall": "600"}
         )
     )
     run = associations_reconcile(course_slugs=["lab102"], trigger="periodic")

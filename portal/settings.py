@@ -60,6 +60,11 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("LABQUEUE_SECRET_KEY must be set when LABQUEUE_DEBUG is off.")
     SECRET_KEY = "insecure-development-key-only-for-debug"
+if SECRET_KEY.startswith("change-me") and not DEBUG:
+    raise ImproperlyConfigured(
+        "LABQUEUE_SECRET_KEY: still the placeholder from .env.example. Set 50 or more random characters "
+        "(e.g. `openssl rand -base64 48`)."
+    )
 
 ALLOWED_HOSTS = env_list("LABQUEUE_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("LABQUEUE_CSRF_TRUSTED_ORIGINS")

@@ -16,8 +16,10 @@ app.autodiscover_tasks()
 def _logging_from_settings(**kwargs) -> None:
     """Worker and beat log exactly as the web server does (settings.LOGGING): with a receiver here Celery
     leaves the root logger alone instead of putting its own format on it."""
+    import logging
     from logging.config import dictConfig
 
     from django.conf import settings
 
     dictConfig(settings.LOGGING)
+    logging.captureWarnings(True)  # Celery's start-up warnings too: one format for every line

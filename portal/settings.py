@@ -363,6 +363,11 @@ LABQUEUE_SUPPORT_CONTACT = env("LABQUEUE_SUPPORT_CONTACT", "your TA or instructo
 LABQUEUE_LOG_FORMAT = env("LABQUEUE_LOG_FORMAT", "text" if LABQUEUE_DEMO else "json")
 if LABQUEUE_LOG_FORMAT not in ("json", "text"):
     raise ImproperlyConfigured(f"LABQUEUE_LOG_FORMAT: must be 'json' or 'text' ({LABQUEUE_LOG_FORMAT!r})")
+LABQUEUE_LOG_LEVEL = env("LABQUEUE_LOG_LEVEL", "INFO").upper()
+if LABQUEUE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LABQUEUE_LOG_LEVEL: must be DEBUG, INFO, WARNING, ERROR or CRITICAL ({LABQUEUE_LOG_LEVEL!r})"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -374,7 +379,7 @@ LOGGING = {
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LABQUEUE_LOG_FORMAT, "filters": ["context"]},
     },
-    "root": {"handlers": ["console"], "level": env("LABQUEUE_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LABQUEUE_LOG_LEVEL},
 }
 # Celery keeps these settings (portal/celery.py configures its processes' logging from LOGGING).
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -143,3 +143,12 @@ def test_the_examples_placeholder_secret_key_stops_the_start():
 
     assert run.returncode != 0
     assert "LABQUEUE_SECRET_KEY: still the placeholder from .env.example" in run.stderr
+
+
+def test_the_readme_settings_table_lists_every_variable_the_settings_read():
+    readme = (REPO / "README.md").read_text()
+    table = set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", readme, flags=re.MULTILINE))
+
+    missing = settings_variables() - table
+
+    assert not missing, f"not in the README's settings table: {sorted(missing)}"

@@ -15,7 +15,8 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Every value is parsed by environs (typed, strict): a value that is not what the setting needs stops the
 # start with the variable's name, the problem and the value, e.g.
-# "LABQUEUE_SYNC_SECONDS: not a valid integer ('5  # how often')". An empty value counts as unset.
+# "LABQUEUE_SYNC_SECONDS: not a valid integer ('5  # how often')". An empty number or boolean
+# counts as unset (its default); an empty text is empty.
 _ENV = Env(expand_vars=False)
 
 

@@ -3,6 +3,8 @@
 import io
 import json
 import logging
+import os
+import re
 import subprocess
 import sys
 import time
@@ -129,3 +131,27 @@ def test_a_real_celery_worker_and_beat_log_json_lines(settings, service_media, t
         line["logger"] == "celery.apps.worker" and line["message"].endswith("ready.")
         for line in map(json.loads, worker.splitlines())
     )
+
+
+def test_the_text_format_has_the_same_fields_for_a_terminal():
+    program = (
+        "import django, logging; django.setup()\n"
+        "from portal.logs import job_logging\n"
+        "with job_logging('6f1c2d3e-0000-4000-8000-000000000001'):\n"
+        "    logging.getLogger('jobs.dispatch').warning('Job not sent: no account')\n"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "LABQUEUE_SECRET_KEY": "a-test-only-secret-key",
+        "LABQUEUE_LOG_FORMAT": "text",
+    }
+
+    run = subprocess.run([sys.executable, "-c", program], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+
+    assert run.returncode == 0, run.stderr
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARNING jobs\.dispatch Job not sent: no account "
+        r"\[job=6f1c2d3e-0000-4000-8000-000000000001\]\n",
+        run.stderr,
+    ), run.stderr

@@ -25,6 +25,7 @@ from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.services import job_transition
 from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_prepare
 from portal.identity import netid_refusal
+from portal.logs import job_logging
 from slurm import reservations, states
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,11 @@ log = logging.getLogger(__name__)
 def job_dispatch(*, job_id: int) -> None:
     """Send a queued job to Slurm. Raises slurm.SlurmUnavailable or WorkdirUnavailable to be retried."""
     job = Job.objects.select_related("assignment__course", "user").get(pk=job_id)
+    with job_logging(job.uuid):  # every log line of this dispatch names the job
+        _dispatch(job)
+
+
+def _dispatch(job: Job) -> None:
     if job.status != Status.QUEUED:
         return
     if not job_transition(
@@ -79,11 +85,13 @@ def job_dispatch(*, job_id: int) -> None:
             raise WorkdirUnavailable(reason) from error
         return
     except (slurm.SlurmRejected, WorkdirError) as error:
+        log.info("Job not sent: %s", error)
         job_transition(
             job=job, to=Status.REJECTED, cause=f"Not accepted: {error}", message=str(error), ended_at=timezone.now()
         )
         _store_explanation(job)
         return
+    log.info("Job accepted by Slurm as job %s", slurm_id)
     job_transition(
         job=job,
         to=Status.PENDING,
@@ -153,7 +161,8 @@ def job_scancel(*, job_id: int) -> None:
     """Worker side of cancelling. Slurm's record then arrives through the sync."""
     job = Job.objects.get(pk=job_id)
     if job.slurm_job_id and not job.is_terminal:
-        slurm.cancel(job.slurm_job_id, run_as=job.run_as)
+        with job_logging(job.uuid):
+            slurm.cancel(job.slurm_job_id, run_as=job.run_as)
 
 
 #: What squeue tells about a job still in the queue (_live_fields).

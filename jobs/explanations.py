@@ -385,6 +385,8 @@ class Explanation:
     next_step: str
     evidence: tuple[str, ...]
     suggest: dict[str, int]
+    #: For a job that failed or was refused: who to ask when it keeps happening (LABQUEUE_SUPPORT_CONTACT).
+    contact: str = ""
 
 
 def log_lines(job: Job, limit: int | None = None) -> list[str]:
@@ -425,8 +427,16 @@ def explain(job: Job, lines: list[str] | None = None) -> Explanation | None:
     for rule in CATALOGUE:
         matched, line = rule.matches(job, lines)
         if matched:
-            return Explanation(rule.key, rule.title, rule.summary, rule.next_step, _evidence(job, line), rule.suggest)
+            return Explanation(
+                rule.key, rule.title, rule.summary, rule.next_step, _evidence(job, line), rule.suggest, _contact(job)
+            )
     return None
+
+
+def _contact(job: Job) -> str:
+    if job.status not in (Status.FAILED, Status.REJECTED):
+        return ""
+    return f"If this keeps happening, contact {settings.LABQUEUE_SUPPORT_CONTACT}."
 
 
 def hint_messages(job: Job, lines: list[str]) -> list[str]:

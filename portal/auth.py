@@ -21,11 +21,13 @@ Campus SSO (SAML or OIDC) goes through `SocialAccountAdapter`:
 from __future__ import annotations
 
 import logging
+import smtplib
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core.exceptions import ImmediateHttpResponse
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
@@ -70,7 +72,15 @@ class AccountAdapter(DefaultAccountAdapter):
         if not local_passwords_enabled() or not user.has_usable_password():
             log.warning("Password reset for %s (netid %s) not sent: no local password to reset", user, user.netid)
             return
-        super().send_password_reset_mail(user, email, context)
+        try:
+            super().send_password_reset_mail(user, email, context)
+        except (smtplib.SMTPException, OSError):
+            log.exception("Password reset mail for %s could not be sent", user)
+            messages.error(
+                self.request,
+                "The password-reset e-mail could not be sent: the portal's mail server did not take it. Try again "
+                f"in a few minutes; if this keeps happening, contact {settings.LABQUEUE_SUPPORT_CONTACT}.",
+            )
 
     def login(self, request: HttpRequest, user) -> None:
         super().login(request, user)

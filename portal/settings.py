@@ -8,30 +8,52 @@ from pathlib import Path
 import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
+from environs import Env, EnvValidationError
 
 from portal.sso import DEFAULT_NETID_PATTERN, parse_group_roles, socialaccount_providers
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+# Every value is parsed by environs (typed, strict): a value that is not what the setting needs stops the
+# start with the variable's name, the problem and the value, e.g.
+# "LABQUEUE_SYNC_SECONDS: not a valid integer ('5  # how often')". An empty number or boolean
+# counts as unset (its default); an empty text is empty.
+_ENV = Env(expand_vars=False)
+
+
+def _parsed(name: str, parse, default, *, show_value: bool = True):
+    value = os.environ.get(name, "")
+    if value == "":
+        return default
+    try:
+        return parse(name)
+    except EnvValidationError as error:
+        problem = "; ".join(error.error_messages).rstrip(".") if error.error_messages else str(error)
+        shown = f" ({value!r})" if show_value else ""
+        raise ImproperlyConfigured(f"{name}: {problem[:1].lower()}{problem[1:]}{shown}") from None
+
 
 def env(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    return _ENV.str(name, default)
 
 
 def env_bool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    """1/0, true/false, yes/no, on/off (any case); anything else stops the start."""
+    return _parsed(name, _ENV.bool, default)
 
 
 def env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value else default
+    return _parsed(name, _ENV.int, default)
 
 
 def env_list(name: str, default: str = "") -> list[str]:
+    """A comma-separated list; blanks around items and empty items are dropped."""
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
+
+
+def env_json(name: str, default: str):
+    """A JSON value on one line (the SSO settings). An error does not repeat the value: it may hold a secret."""
+    return _parsed(name, _ENV.json, json.loads(default), show_value=False)
 
 
 DEBUG = env_bool("LABQUEUE_DEBUG")
@@ -40,6 +62,11 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("LABQUEUE_SECRET_KEY must be set when LABQUEUE_DEBUG is off.")
     SECRET_KEY = "insecure-development-key-only-for-debug"
+if SECRET_KEY.startswith("change-me") and not DEBUG:
+    raise ImproperlyConfigured(
+        "LABQUEUE_SECRET_KEY: still the placeholder from .env.example. Set 50 or more random characters "
+        "(e.g. `openssl rand -base64 48`)."
+    )
 
 ALLOWED_HOSTS = env_list("LABQUEUE_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("LABQUEUE_CSRF_TRUSTED_ORIGINS")
@@ -65,6 +92,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.logs.RequestIdMiddleware",  # first, so every log line of the request carries its id
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -296,10 +324,10 @@ LABQUEUE_ACCOUNT_CHECK = env("LABQUEUE_ACCOUNT_CHECK", "getent")  # "getent" or 
 LABQUEUE_ACCOUNT_REQUEST_URL = env("LABQUEUE_ACCOUNT_REQUEST_URL")  # where to ask for a cluster account
 LABQUEUE_STAFF_AFFILIATIONS = env_list("LABQUEUE_STAFF_AFFILIATIONS")
 LABQUEUE_STAFF_GROUPS = env_list("LABQUEUE_STAFF_GROUPS")
-LABQUEUE_GROUP_ROLES = json.loads(env("LABQUEUE_GROUP_ROLES", "{}"))  # {"<group>": "<course slug>:<role>"}
+LABQUEUE_GROUP_ROLES = env_json("LABQUEUE_GROUP_ROLES", "{}")  # {"<group>": "<course slug>:<role>"}
 parse_group_roles(LABQUEUE_GROUP_ROLES)  # a bad mapping stops the start, not a login
-LABQUEUE_SAML_IDPS = json.loads(env("LABQUEUE_SAML_IDPS", "[]"))
-LABQUEUE_OIDC_PROVIDERS = json.loads(env("LABQUEUE_OIDC_PROVIDERS", "[]"))
+LABQUEUE_SAML_IDPS = env_json("LABQUEUE_SAML_IDPS", "[]")
+LABQUEUE_OIDC_PROVIDERS = env_json("LABQUEUE_OIDC_PROVIDERS", "[]")
 SOCIALACCOUNT_PROVIDERS = socialaccount_providers(
     saml=LABQUEUE_SAML_IDPS, oidc=LABQUEUE_OIDC_PROVIDERS, netid_claim=LABQUEUE_NETID_ATTRIBUTE
 )
@@ -311,11 +339,49 @@ SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # link people by netid (portal.auth)
 SOCIALACCOUNT_STORE_TOKENS = False
 SOCIALACCOUNT_LOGIN_ON_GET = False
 
+# Operating the portal: e-mail, who people ask for help, logs and error reports (README "Operating it").
+
+# E-mail (password resets, where local passwords are on; Django's error mails): Django's own setting names.
+# The demo prints mail to the console unless EMAIL_BACKEND says otherwise.
+EMAIL_BACKEND = env("EMAIL_BACKEND", f"django.core.mail.backends.{'console' if LABQUEUE_DEMO else 'smtp'}.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS")  # STARTTLS, usually on port 587
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL")  # TLS from the first byte, usually on port 465
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 30)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "LabQueue <labqueue@localhost>")
+SERVER_EMAIL = env("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both.")
+
+# Who people are told to contact when something keeps failing (error pages, job failure explanations).
+LABQUEUE_SUPPORT_CONTACT = env("LABQUEUE_SUPPORT_CONTACT", "your TA or instructor")
+
+# Logs: one line per record on stderr for web, worker and beat alike. "json" (the default outside the demo):
+# time (UTC, ISO 8601), level, logger, message, and request_id / job where known (portal/logs.py);
+# "text": the same fields for a person reading a terminal.
+LABQUEUE_LOG_FORMAT = env("LABQUEUE_LOG_FORMAT", "text" if LABQUEUE_DEMO else "json")
+if LABQUEUE_LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured(f"LABQUEUE_LOG_FORMAT: must be 'json' or 'text' ({LABQUEUE_LOG_FORMAT!r})")
+LABQUEUE_LOG_LEVEL = env("LABQUEUE_LOG_LEVEL", "INFO").upper()
+if LABQUEUE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LABQUEUE_LOG_LEVEL: must be DEBUG, INFO, WARNING, ERROR or CRITICAL ({LABQUEUE_LOG_LEVEL!r})"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LABQUEUE_LOG_LEVEL", "INFO")},
+    "filters": {"context": {"()": "portal.logs.ContextFilter"}},
+    "formatters": {
+        "json": {"()": "portal.logs.JsonLinesFormatter"},
+        "text": {"()": "portal.logs.TextFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LABQUEUE_LOG_FORMAT, "filters": ["context"]},
+    },
+    "root": {"handlers": ["console"], "level": LABQUEUE_LOG_LEVEL},
 }
 
 # Operations: Prometheus metrics at /metrics (reports/metrics.py), off unless a token or an allow-list is
@@ -331,3 +397,23 @@ for _network in LABQUEUE_METRICS_ALLOW:
 # `manage.py doctor` (reports/doctor.py) checks munge with `munge -n | unmunge` on munge's default socket, or on
 # this one when set (where the site's Slurm uses AuthInfo=socket=...).
 LABQUEUE_MUNGE_SOCKET = env("LABQUEUE_MUNGE_SOCKET")
+# Celery keeps these settings (portal/celery.py configures its processes' logging from LOGGING).
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Error reports to Sentry, only when SENTRY_DSN is set: Django and Celery errors, never personal data.
+SENTRY_DSN = env("SENTRY_DSN")
+if SENTRY_DSN:
+    import sentry_sdk
+    from sentry_sdk.integrations.celery import CeleryIntegration
+    from sentry_sdk.integrations.django import DjangoIntegration
+
+    from portal import __version__
+
+    sentry_sdk.init(
+        dsn=SENTRY_DSN,
+        environment=env("SENTRY_ENVIRONMENT", "production"),
+        release=f"labqueue@{__version__}",
+        integrations=[DjangoIntegration(), CeleryIntegration()],
+        send_default_pii=False,
+        traces_sample_rate=0.0,
+    )

@@ -2,12 +2,14 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from portal.views import admin_login
+from portal.views import admin_login, password_reset_off
 
 urlpatterns = [
     path("", include("reports.health")),  # /healthz and /readyz
     path("", include("reports.metrics")),  # /metrics (off unless a token or an allow-list is set)
     path("accounts/", include("allauth.urls")),
+    # Reached only while local passwords are off: with them on, allauth's own reset page comes first.
+    path("accounts/password/reset/", password_reset_off, name="password-reset-off"),
     path("admin/login/", admin_login, name="admin-login"),  # before the admin's own: SSO unless passwords are on
     path("admin/", admin.site.urls),
     # The staff drift page's old address (it was in jobs as the "Slurm policy sync").

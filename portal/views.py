@@ -14,3 +14,8 @@ def admin_login(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return render(request, "portal/admin_refused.html", status=403)
     return redirect_to_login(request.GET.get("next") or reverse("admin:index"), reverse("account_login"))
+
+
+def password_reset_off(request: HttpRequest) -> HttpResponse:
+    """The password-reset address while local passwords are off (allauth then serves no reset pages)."""
+    return render(request, "portal/password_reset_off.html", status=404)

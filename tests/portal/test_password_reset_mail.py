@@ -1,0 +1,104 @@
+"""Password reset by e-mail where local passwords are on, through a real SMTP server; none where they are off."""
+
+import email
+import re
+import time
+from email import policy
+
+import pytest
+from aiosmtpd.controller import Controller
+from django.urls import reverse
+
+from tests.conftest import make_user
+from tests.service_account import free_port
+
+
+class Mailbox:
+    """An SMTP server's handler: keeps every message it is given."""
+
+    def __init__(self) -> None:
+        self.messages: list[email.message.EmailMessage] = []
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
+        self.messages.append(email.message_from_bytes(envelope.content, policy=policy.default))
+        return "250 Message accepted for delivery"
+
+    def wait_for_one(self, timeout: float = 10) -> email.message.EmailMessage:
+        deadline = time.monotonic() + timeout
+        while not self.messages:
+            assert time.monotonic() < deadline, "no mail arrived"
+            time.sleep(0.05)
+        [message] = self.messages
+        return message
+
+
+@pytest.fixture
+def smtp_server(settings):
+    """A real SMTP server on 127.0.0.1, and the portal's mail settings pointing at it."""
+    mailbox = Mailbox()
+    controller = Controller(mailbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST = "127.0.0.1"
+    settings.EMAIL_PORT = controller.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.DEFAULT_FROM_EMAIL = "LabQueue <labqueue@cs.example.edu>"
+    yield mailbox
+    controller.stop()
+
+
+@pytest.fixture
+def demo_user(db):
+    return make_user("student7", "student7", email="student7@cs.example.edu")
+
+
+def test_a_forgotten_password_is_reset_through_the_mailed_link(client, demo_user, smtp_server, local_passwords_on):
+    login_page = client.get(reverse("account_login")).content.decode()
+    assert f'id="password-reset" href="{reverse("account_reset_password")}"' in login_page
+
+    sent = client.post(reverse("account_reset_password"), {"email": "student7@cs.example.edu"})
+    assert sent.status_code == 302
+
+    message = smtp_server.wait_for_one()
+    assert message["To"] == "student7@cs.example.edu"
+    assert message["From"] == "LabQueue <labqueue@cs.example.edu>"
+    link = re.search(r"https?://testserver(/accounts/password/reset/key/\S+/)", message.get_body().get_content())
+    form = client.get(link.group(1), follow=True)
+    assert form.status_code == 200
+    set_password_url = form.redirect_chain[-1][0]
+    new_password = "a-new-pass-phrase-42"
+    done = client.post(set_password_url, {"password1": new_password, "password2": new_password})
+    assert done.status_code == 302
+    client.logout()
+
+    signed_in = client.post(reverse("account_login"), {"login": "student7", "password": new_password})
+
+    assert signed_in.status_code == 302
+    assert client.get(reverse("courses:course-list")).wsgi_request.user == demo_user
+    client.logout()
+    assert client.post(reverse("account_login"), {"login": "student7", "password": "pw-student7"}).status_code == 200
+
+
+def test_when_the_mail_server_does_not_answer_the_person_is_told(client, demo_user, settings, local_passwords_on):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nothing listens there
+
+    response = client.post(reverse("account_reset_password"), {"email": "student7@cs.example.edu"}, follow=True)
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "The password-reset e-mail could not be sent" in page
+    assert "<h1>Password reset</h1>" in page
+
+
+def test_with_local_passwords_off_the_reset_address_explains_and_sends_nothing(client, demo_user, smtp_server):
+    assert 'id="password-reset"' not in client.get(reverse("account_login")).content.decode()
+
+    page = client.get("/accounts/password/reset/")
+    posted = client.post("/accounts/password/reset/", {"email": "student7@cs.example.edu"})
+
+    assert page.status_code == posted.status_code == 404
+    assert "<h1>No password to reset</h1>" in page.content.decode()
+    assert "you sign in with your campus account" in page.content.decode()
+    time.sleep(0.5)  # a mail would have reached the server by now
+    assert smtp_server.messages == []

@@ -7,9 +7,10 @@ name (jobs.enqueue) and never import this module; it is the only one that import
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from clusterpolicy import labs
-from jobs import dispatch
+from jobs import dispatch, retention
 from jobs.workdir import WorkdirUnavailable
 from slurm import SlurmUnavailable
 
@@ -61,3 +62,19 @@ def labs_tick() -> None:
             labs.labs_release_ended()  # the reservations those jobs were waiting for
     except SlurmUnavailable as error:
         log.warning("Lab reservations not updated, Slurm did not answer: %s", error)
+
+
+#: Jobs whose files one run of the periodic purge removes (a backlog is worked off hour by hour, well
+#: inside the task's time limit).
+PURGE_BATCH = 200
+
+
+@shared_task
+def job_files_purge() -> None:
+    """The retention policy (LABQUEUE_RETAIN_JOB_FILES_DAYS): what `manage.py purge_job_files` does."""
+    days = settings.LABQUEUE_RETAIN_JOB_FILES_DAYS
+    if not days:
+        return
+    removals = list(retention.job_files_purge(older_than_days=days, limit=PURGE_BATCH))
+    failed = [removal for removal in removals if removal.error]
+    log.info("Job files purge: files of %d job(s) removed, %d failed", len(removals) - len(failed), len(failed))

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from jobs import files
 from jobs.models import TERMINAL, Job, JobEvent
-from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_clear, staging_size, workdir_remove
+from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_remove, staging_size, workdir_remove
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,11 @@ def job_files_remove(*, job: Job, cause: str, dry_run: bool = False) -> FilesRem
     except (WorkdirError, WorkdirUnavailable) as error:
         log.warning("Files of job %s not removed: %s", job.uuid, error)
         return FilesRemoval(job, error=str(error))
-    staging_clear(str(job.uuid))
+    try:
+        staging_remove(str(job.uuid))
+    except OSError as error:
+        log.warning("Staged uploads of job %s not removed: %s", job.uuid, error)
+        return FilesRemoval(job, error=f"its job directory was removed but not its staged uploads ({error})")
     with transaction.atomic():
         now = timezone.now()
         if Job.objects.filter(pk=job.pk, files_purged_at__isnull=True).update(files_purged_at=now):

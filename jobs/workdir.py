@@ -147,5 +147,14 @@ def staging_size(job_uuid: str) -> tuple[int, int]:
     folder = staging_dir(job_uuid)
     if not folder.is_dir():
         return 0, 0
-    sizes = [entry.stat(follow_symlinks=False).st_size for entry in os.scandir(folder) if entry.is_file(follow_symlinks=False)]
+    with os.scandir(folder) as entries:
+        sizes = [entry.stat(follow_symlinks=False).st_size for entry in entries if entry.is_file(follow_symlinks=False)]
     return len(sizes), sum(sizes)
+
+
+def staging_remove(job_uuid: str) -> None:
+    """Delete a job's staged uploads (gone already is fine); raises OSError when they cannot be deleted."""
+    try:
+        shutil.rmtree(staging_dir(job_uuid))  # does not follow symlinks
+    except FileNotFoundError:
+        pass

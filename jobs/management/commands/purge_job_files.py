@@ -58,7 +58,8 @@ class Command(BaseCommand):
 def _describe(removal: FilesRemoval) -> str:
     job = removal.job
     finished = job.ended_at or job.updated_at
-    return f"job {job.uuid} of {job.run_as} ({job.assignment.course.slug}/{job.assignment.slug}, {job.status}, ended {finished:%Y-%m-%d}) {job.workdir}"
+    where = f"{job.assignment.course.slug}/{job.assignment.slug}"
+    return f"job {job.uuid} of {job.run_as} ({where}, {job.status}, ended {finished:%Y-%m-%d}) {job.workdir}"
 
 
 def _amounts(removal: FilesRemoval) -> str:

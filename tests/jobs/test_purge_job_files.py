@@ -1,0 +1,178 @@
+"""`manage.py purge_job_files` on jobs that really ran on the lab cluster, run as the service account.
+
+The command runs as `labqueue`, which owns nothing in the job root: it can only remove a job directory
+through the job-directory helper run as the student. The job records and the usage records stay, the page
+says the files were removed, a job still running or finished recently is left alone, and a symlink the
+student planted inside the job directory is removed without its target being touched.
+"""
+
+import os
+import pwd
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from django.utils import timezone
+
+from courses.models import Assignment
+from jobs.models import Job, Status
+from jobs.workdir import staging_dir
+from reports.models import UsageRecord
+from tests.behaviour_helpers import usage_caught_up
+from tests.conftest import dispatch, jobdir_helper_install, submit_form, wait_for_status
+from tests.service_account import REPO, SERVICE_ACCOUNT, service_argv, service_env, service_media  # noqa: F401
+
+pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
+
+
+#: How an older helper without the `remove` mode answers it (its usage line names `prepare` alone).
+OLD_HELPER = "failed (2): usage: labqueue-jobdir prepare"
+
+
+def purge(settings, *args: str) -> subprocess.CompletedProcess:
+    """`manage.py purge_job_files ARGS` as the service account, as an operator or the worker would run it.
+
+    The helper lives at the one path the sudoers rule names, shared by every checkout on this machine: a test
+    run of an older checkout starting meanwhile puts back a helper without `remove` (which then removes
+    nothing). Only then is the command run again, with this checkout's helper installed again."""
+    for _ in range(3):
+        jobdir_helper_install()
+        done = subprocess.run(
+            service_argv(sys.executable, "manage.py", "purge_job_files", *args),
+            env=service_env(settings),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if OLD_HELPER not in done.stderr or "labqueue-jobdir remove <job root>" in done.stderr:
+            return done
+    return done
+
+
+def uploaded_by_the_web_server(folder: Path) -> None:
+    """The web server runs as the service account, so what it staged is the service account's (the test
+    client ran the view as root)."""
+    account = pwd.getpwnam(SERVICE_ACCOUNT)
+    for path in [folder.parent, folder, *folder.rglob("*")]:
+        os.chown(path, account.pw_uid, account.pw_gid)
+
+
+def finished_job(client, student, *, uploads: dict[str, bytes] | None = None, days_ago: int = 0) -> Job:
+    """A job the student submitted in the browser that ran on the cluster to completion, with its usage
+    record copied in, ended `days_ago` days ago."""
+    client.force_login(student)
+    files = [SimpleUploadedFile(name, content) for name, content in (uploads or {}).items()]
+    form = submit_form(**({"uploads": files} if files else {}))
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form).status_code == 302
+    job = Job.objects.latest("pk")
+    if files:
+        uploaded_by_the_web_server(staging_dir(str(job.uuid)))
+    job = wait_for_status(dispatch(job), Status.COMPLETED)
+    usage_caught_up(job)
+    if days_ago:
+        Job.objects.filter(pk=job.pk).update(ended_at=job.ended_at - timedelta(days=days_ago))
+    job.refresh_from_db()
+    return job
+
+
+def as_student(*argv: str) -> None:
+    done = subprocess.run(["runuser", "-u", "student1", "--", *argv], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_dry_run_lists_the_old_job_and_its_totals_and_removes_nothing(client, student, assignment, settings):
+    job = finished_job(client, student, uploads={"data.csv": b"1,2\n"}, days_ago=10)
+    before = sorted(path.name for path in Path(job.workdir).iterdir())
+
+    done = purge(settings, "--older-than", "7", "--dry-run")
+
+    assert done.returncode == 0, done.stderr
+    assert f"would remove: job {job.uuid} of student1 (cs101/hello, completed" in done.stdout
+    assert "uploads 1 file(s), 4\xa0bytes" in done.stdout
+    assert "Total (dry run, nothing removed): 1 job(s) finished more than 7 day(s) ago" in done.stdout
+    assert sorted(path.name for path in Path(job.workdir).iterdir()) == before
+    assert (staging_dir(str(job.uuid)) / "data.csv").read_bytes() == b"1,2\n"
+    job.refresh_from_db()
+    assert job.files_purged_at is None
+
+
+def test_purge_removes_an_old_jobs_directory_and_uploads_and_keeps_its_records_and_other_jobs(
+    client, student, assignment, settings, course
+):
+    old = finished_job(client, student, uploads={"data.csv": b"1,2\n"}, days_ago=10)
+    recent = finished_job(client, student)
+    slow = Assignment.objects.create(
+        course=course, slug="slow", title="Slow", script_template="sleep 300\n", gpus=0, cpus=1, mem_mb=100, minutes=10
+    )
+    assert client.post(reverse("jobs:job-create", args=["cs101", "slow"]), submit_form(gpus="0")).status_code == 302
+    running = wait_for_status(dispatch(Job.objects.get(assignment=slow)), Status.RUNNING)
+    long_ago = timezone.now() - timedelta(days=30)
+    Job.objects.filter(pk=running.pk).update(created_at=long_ago, submitted_at=long_ago, started_at=long_ago)
+    usage = UsageRecord.objects.get(job=old)
+
+    done = purge(settings, "--older-than", "7")
+
+    assert done.returncode == 0, done.stderr
+    assert f"removed: job {old.uuid} of student1" in done.stdout
+    assert "Total (removed): 1 job(s) finished more than 7 day(s) ago" in done.stdout
+    assert not Path(old.workdir).exists(), "the old job's directory is gone"
+    assert not staging_dir(str(old.uuid)).exists(), "its staged uploads are gone"
+    assert Path(old.workdir).parent.is_dir(), "the student's own directory stays"
+    old.refresh_from_db()
+    assert old.status == Status.COMPLETED and old.files_purged_at is not None
+    assert old.events.filter(cause__startswith="The job's files (its output, logs and uploads) were removed").exists()
+    assert UsageRecord.objects.get(pk=usage.pk).job == old, "the usage record stays, linked to its job"
+    assert (Path(recent.workdir) / "job.out").is_file(), "a job that ended recently keeps its files"
+    assert (Path(running.workdir) / "job.sh").is_file(), "a running job keeps its files, however old"
+    assert Job.objects.filter(pk__in=[recent.pk, running.pk], files_purged_at__isnull=True).count() == 2
+
+    again = purge(settings, "--older-than", "7")
+    assert again.returncode == 0, again.stderr
+    assert "Total (removed): 0 job(s)" in again.stdout
+
+
+def test_a_symlink_the_student_planted_in_the_job_directory_is_removed_and_its_target_left_alone(
+    client, student, assignment, settings, job_root
+):
+    job = finished_job(client, student, days_ago=10)
+    keep = job_root / "student1" / "keep"
+    as_student("/usr/bin/mkdir", str(keep))
+    as_student("/usr/bin/python3", "-c", f"open({str(keep / 'precious.txt')!r}, 'w').write('mine')")
+    as_student("/usr/bin/ln", "-s", str(keep), str(Path(job.workdir) / "results" / "to-keep"))
+    as_student("/usr/bin/ln", "-s", str(keep / "precious.txt"), str(Path(job.workdir) / "precious-link"))
+
+    done = purge(settings, "--older-than", "7")
+
+    assert done.returncode == 0, done.stderr
+    assert not Path(job.workdir).exists()
+    assert (keep / "precious.txt").read_text() == "mine", "the link's target was not followed"
+
+
+def test_the_job_page_says_the_files_were_removed_under_the_retention_policy(client, student, assignment, settings, ta):
+    job = finished_job(client, student, days_ago=10)
+    done = purge(settings, "--older-than", "7")
+    assert done.returncode == 0, done.stderr
+
+    for viewer in (student, ta):
+        client.force_login(viewer)
+        page = client.get(reverse("jobs:job-detail", args=[job.uuid]))
+        text = page.content.decode()
+        assert page.status_code == 200
+        assert "were removed on" in text and "under the portal's retention policy" in text
+        assert "(nothing yet)" not in text and "cannot read" not in text
+    log = client.get(reverse("jobs:job-log", args=[job.uuid, "out"]))
+    assert log.status_code == 200 and "were removed on" in log.content.decode()
+    archive = client.get(reverse("jobs:job-zip", args=[job.uuid]))
+    assert archive.status_code == 302 and archive["Location"] == reverse("jobs:job-detail", args=[job.uuid])
+
+
+def test_without_a_retention_period_the_command_says_what_to_give_it(settings):
+    done = purge(settings)
+
+    assert done.returncode != 0
+    assert "LABQUEUE_RETAIN_JOB_FILES_DAYS is not set" in done.stderr and "--older-than DAYS" in done.stderr

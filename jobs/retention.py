@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from jobs import files
 from jobs.models import TERMINAL, Job, JobEvent
-from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_remove, staging_size, workdir_remove
+from jobs.workdir import Removed, WorkdirError, WorkdirUnavailable, staging_remove, staging_size, workdir_remove
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def job_files_remove(*, job: Job, cause: str, dry_run: bool = False) -> FilesRem
     if not job.is_terminal:
         return FilesRemoval(job, error="the job has not finished; its files are in use")
     try:
-        removed = workdir_remove(workdir=job.workdir, netid=job.run_as)
+        removed = Removed() if _gone(job.workdir) else workdir_remove(workdir=job.workdir, netid=job.run_as)
     except (WorkdirError, WorkdirUnavailable) as error:
         log.warning("Files of job %s not removed: %s", job.uuid, error)
         return FilesRemoval(job, error=str(error))
@@ -120,3 +120,15 @@ def _estimate(workdir: str) -> tuple[int, int, bool]:
             size += info.st_size if stat.S_ISREG(info.st_mode) else 0
         seen += len(directories)
     return count, size, False
+
+
+def _gone(workdir: str) -> bool:
+    """The job directory is not there (never made, or removed by hand): nothing to ask the student's helper
+    for, which also lets the files of someone whose cluster account was already deleted be recorded as gone."""
+    try:
+        os.lstat(workdir)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # the portal may not look: the helper, as the student, finds out
+    return False

@@ -6,15 +6,11 @@ says the files were removed, a job still running or finished recently is left al
 student planted inside the job directory is removed without its target being touched.
 """
 
-import os
-import pwd
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
@@ -22,62 +18,16 @@ from courses.models import Assignment
 from jobs.models import Job, Status
 from jobs.workdir import staging_dir
 from reports.models import UsageRecord
-from tests.behaviour_helpers import usage_caught_up
-from tests.conftest import dispatch, jobdir_helper_install, submit_form, wait_for_status
-from tests.service_account import REPO, SERVICE_ACCOUNT, service_argv, service_env, service_media  # noqa: F401
+from tests.behaviour_helpers import job_that_ran
+from tests.conftest import dispatch, submit_form, wait_for_status
+from tests.service_account import SERVICE_ACCOUNT, manage_as_service_account, service_media  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
 
-#: How an older helper without the `remove` mode answers it (its usage line names `prepare` alone).
-OLD_HELPER = "failed (2): usage: labqueue-jobdir prepare"
-
-
 def purge(settings, *args: str) -> subprocess.CompletedProcess:
-    """`manage.py purge_job_files ARGS` as the service account, as an operator or the worker would run it.
-
-    The helper lives at the one path the sudoers rule names, shared by every checkout on this machine: a test
-    run of an older checkout starting meanwhile puts back a helper without `remove` (which then removes
-    nothing). Only then is the command run again, with this checkout's helper installed again."""
-    for _ in range(3):
-        jobdir_helper_install()
-        done = subprocess.run(
-            service_argv(sys.executable, "manage.py", "purge_job_files", *args),
-            env=service_env(settings),
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if OLD_HELPER not in done.stderr or "labqueue-jobdir remove <job root>" in done.stderr:
-            return done
-    return done
-
-
-def uploaded_by_the_web_server(folder: Path) -> None:
-    """The web server runs as the service account, so what it staged is the service account's (the test
-    client ran the view as root)."""
-    account = pwd.getpwnam(SERVICE_ACCOUNT)
-    for path in [folder.parent, folder, *folder.rglob("*")]:
-        os.chown(path, account.pw_uid, account.pw_gid)
-
-
-def finished_job(client, student, *, uploads: dict[str, bytes] | None = None, days_ago: int = 0) -> Job:
-    """A job the student submitted in the browser that ran on the cluster to completion, with its usage
-    record copied in, ended `days_ago` days ago."""
-    client.force_login(student)
-    files = [SimpleUploadedFile(name, content) for name, content in (uploads or {}).items()]
-    form = submit_form(**({"uploads": files} if files else {}))
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form).status_code == 302
-    job = Job.objects.latest("pk")
-    if files:
-        uploaded_by_the_web_server(staging_dir(str(job.uuid)))
-    job = wait_for_status(dispatch(job), Status.COMPLETED)
-    usage_caught_up(job)
-    if days_ago:
-        Job.objects.filter(pk=job.pk).update(ended_at=job.ended_at - timedelta(days=days_ago))
-    job.refresh_from_db()
-    return job
+    """`manage.py purge_job_files ARGS` as the service account, as an operator or the worker would run it."""
+    return manage_as_service_account(settings, "purge_job_files", *args)
 
 
 def as_student(*argv: str) -> None:
@@ -86,7 +36,7 @@ def as_student(*argv: str) -> None:
 
 
 def test_a_dry_run_lists_the_old_job_and_its_totals_and_removes_nothing(client, student, assignment, settings):
-    job = finished_job(client, student, uploads={"data.csv": b"1,2\n"}, days_ago=10)
+    job = job_that_ran(client, student, uploads={"data.csv": b"1,2\n"}, days_ago=10)
     before = sorted(path.name for path in Path(job.workdir).iterdir())
 
     done = purge(settings, "--older-than", "7", "--dry-run")
@@ -104,8 +54,8 @@ def test_a_dry_run_lists_the_old_job_and_its_totals_and_removes_nothing(client, 
 def test_purge_removes_an_old_jobs_directory_and_uploads_and_keeps_its_records_and_other_jobs(
     client, student, assignment, settings, course
 ):
-    old = finished_job(client, student, uploads={"data.csv": b"1,2\n"}, days_ago=10)
-    recent = finished_job(client, student)
+    old = job_that_ran(client, student, uploads={"data.csv": b"1,2\n"}, days_ago=10)
+    recent = job_that_ran(client, student)
     slow = Assignment.objects.create(
         course=course, slug="slow", title="Slow", script_template="sleep 300\n", gpus=0, cpus=1, mem_mb=100, minutes=10
     )
@@ -139,7 +89,7 @@ def test_purge_removes_an_old_jobs_directory_and_uploads_and_keeps_its_records_a
 def test_a_symlink_the_student_planted_in_the_job_directory_is_removed_and_its_target_left_alone(
     client, student, assignment, settings, job_root
 ):
-    job = finished_job(client, student, days_ago=10)
+    job = job_that_ran(client, student, days_ago=10)
     keep = job_root / "student1" / "keep"
     as_student("/usr/bin/mkdir", str(keep))
     as_student("/usr/bin/python3", "-c", f"open({str(keep / 'precious.txt')!r}, 'w').write('mine')")
@@ -154,7 +104,7 @@ def test_a_symlink_the_student_planted_in_the_job_directory_is_removed_and_its_t
 
 
 def test_the_job_page_says_the_files_were_removed_under_the_retention_policy(client, student, assignment, settings, ta):
-    job = finished_job(client, student, days_ago=10)
+    job = job_that_ran(client, student, days_ago=10)
     done = purge(settings, "--older-than", "7")
     assert done.returncode == 0, done.stderr
 

@@ -79,10 +79,12 @@ class ForgetReport:
 def person_forget(*, netid: str, dry_run: bool = False) -> ForgetReport:
     """Remove a person's files and personal data, keeping their jobs and usage under a pseudonym.
 
-    Raises ForgetRefused for an unknown or already forgotten netid, or someone with jobs not finished. When
+    `netid` is their cluster username (for someone who never had one: their portal username). Raises
+    ForgetRefused for an unknown or already forgotten netid, or someone with jobs not finished. When
     some job's files cannot be removed, nothing else is changed (the report lists them): run it again once
     they are fixed, since a second run removes only what is left."""
-    user = get_user_model().objects.filter(netid=netid).first()
+    people = get_user_model().objects
+    user = people.filter(netid=netid).first() or people.filter(username=netid, netid__isnull=True).first()
     if user is None:
         if netid.startswith(PREFIX):
             raise ForgetRefused(f"{netid} is already a pseudonym: that person was forgotten before.")
@@ -110,7 +112,7 @@ def _counted(user, netid: str) -> ForgetReport:
         pseudonym=pseudonym(netid),
         jobs=Job.objects.filter(user=user).count(),
         notes=JobNote.objects.filter(job__user=user).count(),
-        usage_records=UsageRecord.objects.filter(user=netid).count(),
+        usage_records=UsageRecord.objects.filter(user=user.netid).count() if user.netid else 0,
         enrollments=[str(e.course) for e in Enrollment.objects.filter(user=user).select_related("course")],
         sessions=len(_sessions_of(user)),
         social_accounts=SocialAccount.objects.filter(user=user).count(),
@@ -139,8 +141,9 @@ def _anonymise(user, netid: str, name: str) -> None:
     for event in JobEvent.objects.filter(job__user=user):
         if (cause := scrub(event.cause)) != event.cause:
             JobEvent.objects.filter(pk=event.pk).update(cause=cause)
-    UsageRecord.objects.filter(user=netid).update(user=name)
-    _scrub_association_runs(scrub, netid)
+    if user.netid:  # someone without a cluster username has no usage (and another's records may carry that name)
+        UsageRecord.objects.filter(user=netid).update(user=name)
+        _scrub_association_runs(scrub, netid)
     Enrollment.objects.filter(user=user).delete()
     for session in _sessions_of(user):
         for token in session.get_decoded().get(SESSION_KEY, []):

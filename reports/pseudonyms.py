@@ -17,9 +17,14 @@ def pseudonym(netid: str) -> str:
 
 
 def forgotten_netids(netids: set[str]) -> dict[str, str]:
-    """For those of `netids` who were forgotten, their pseudonym. One query."""
+    """For those of `netids` who were forgotten, their pseudonym: one query, a second only when some were.
+    A netid that a person in the portal holds again (campus gave it to someone new) is that person's."""
     names = {pseudonym(netid): netid for netid in netids if netid and not netid.startswith(PREFIX)}
     if not names:
         return {}
-    found = get_user_model().objects.filter(netid__in=list(names)).values_list("netid", flat=True)
-    return {names[name]: name for name in found}
+    people = get_user_model().objects
+    found = {names[name]: name for name in people.filter(netid__in=list(names)).values_list("netid", flat=True)}
+    if found:
+        for netid in people.filter(netid__in=list(found)).values_list("netid", flat=True):
+            del found[netid]
+    return found

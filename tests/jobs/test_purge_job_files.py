@@ -19,8 +19,8 @@ from jobs.models import Job, Status
 from jobs.workdir import staging_dir
 from reports.models import UsageRecord
 from tests.behaviour_helpers import job_that_ran
-from tests.conftest import dispatch, submit_form, wait_for_status
-from tests.service_account import SERVICE_ACCOUNT, manage_as_service_account, service_media  # noqa: F401
+from tests.conftest import dispatch, jobdir_helper_install, submit_form, wait_for_status
+from tests.service_account import as_service_account, manage_as_service_account, service_media  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
@@ -126,3 +126,27 @@ def test_without_a_retention_period_the_command_says_what_to_give_it(settings):
 
     assert done.returncode != 0
     assert "LABQUEUE_RETAIN_JOB_FILES_DAYS is not set" in done.stderr and "--older-than DAYS" in done.stderr
+
+
+def test_the_hourly_task_applies_the_retention_setting_with_the_same_function(client, student, assignment, settings):
+    old = job_that_ran(client, student, days_ago=10)
+    recent = job_that_ran(client, student, days_ago=3)
+    jobdir_helper_install()
+
+    task = "from jobs.tasks import job_files_purge\njob_files_purge.apply()\n"
+    done = as_service_account(task, settings, LABQUEUE_RETAIN_JOB_FILES_DAYS="7")
+
+    assert done.returncode == 0, done.stderr
+    assert not Path(old.workdir).exists() and Path(recent.workdir).is_dir()
+    old.refresh_from_db()
+    assert old.files_purged_at is not None
+
+
+def test_beat_runs_the_purge_every_hour_only_when_a_retention_period_is_set(settings):
+    code = "from django.conf import settings\nprint(settings.CELERY_BEAT_SCHEDULE.get('job-files-purge'))\n"
+
+    assert (
+        "'task': 'jobs.tasks.job_files_purge', 'schedule': 3600.0"
+        in as_service_account(code, settings, LABQUEUE_RETAIN_JOB_FILES_DAYS="30").stdout
+    )
+    assert as_service_account(code, settings).stdout.strip() == "None"

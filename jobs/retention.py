@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -52,7 +52,7 @@ def jobs_with_files_older_than(*, days: int, now: datetime | None = None) -> Que
     return (
         Job.objects.filter(status__in=TERMINAL, files_purged_at__isnull=True)
         .annotate(finished_at=Coalesce("ended_at", "updated_at"))
-        .filter(Q(finished_at__lt=cutoff))
+        .filter(finished_at__lt=cutoff)
         .select_related("assignment__course")
         .order_by("finished_at", "pk")
     )
@@ -86,10 +86,10 @@ def job_files_remove(*, job: Job, cause: str, dry_run: bool = False) -> FilesRem
 
 
 def job_files_purge(
-    *, older_than_days: int, dry_run: bool = False, now: datetime | None = None, limit: int | None = None
+    *, older_than_days: int, dry_run: bool = False, now: datetime | None = None
 ) -> Iterator[FilesRemoval]:
     """The retention policy: remove the files of finished jobs that ended more than `older_than_days` days
-    ago, oldest first (at most `limit` jobs), yielding each job's removal as it happens."""
+    ago, oldest first, yielding each job's removal as it happens (stop iterating to stop)."""
     if older_than_days < 0:
         raise ValueError("The number of days cannot be negative.")
     cause = (
@@ -97,7 +97,7 @@ def job_files_purge(
         f"finished jobs are kept for {older_than_days} day(s). The job's record and its usage stay."
     )
     jobs = jobs_with_files_older_than(days=older_than_days, now=now)
-    for job in jobs[:limit] if limit else jobs.iterator():
+    for job in jobs.iterator():
         yield job_files_remove(job=job, cause=cause, dry_run=dry_run)
 
 

@@ -5,6 +5,7 @@ name (jobs.enqueue) and never import this module; it is the only one that import
 """
 
 import logging
+import time
 
 from celery import shared_task
 from django.conf import settings
@@ -64,9 +65,9 @@ def labs_tick() -> None:
         log.warning("Lab reservations not updated, Slurm did not answer: %s", error)
 
 
-#: Jobs whose files one run of the periodic purge removes (a backlog is worked off hour by hour, well
-#: inside the task's time limit).
-PURGE_BATCH = 200
+#: How long one run of the periodic purge goes on (well inside the task's time limit); a backlog is worked
+#: off hour by hour, and a job whose files cannot be removed costs one helper call, never the whole run.
+PURGE_SECONDS = 120
 
 
 @shared_task
@@ -75,6 +76,13 @@ def job_files_purge() -> None:
     days = settings.LABQUEUE_RETAIN_JOB_FILES_DAYS
     if not days:
         return
-    removals = list(retention.job_files_purge(older_than_days=days, limit=PURGE_BATCH))
-    failed = [removal for removal in removals if removal.error]
-    log.info("Job files purge: files of %d job(s) removed, %d failed", len(removals) - len(failed), len(failed))
+    deadline = time.monotonic() + PURGE_SECONDS
+    removed = failed = 0
+    for removal in retention.job_files_purge(older_than_days=days):
+        if removal.error:
+            failed += 1
+        else:
+            removed += 1
+        if time.monotonic() > deadline:
+            break
+    log.info("Job files purge: files of %d job(s) removed, %d could not be (see the warnings)", removed, failed)

@@ -6,6 +6,7 @@ says the files were removed, a job still running or finished recently is left al
 student planted inside the job directory is removed without its target being touched.
 """
 
+import os
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -150,3 +151,21 @@ def test_beat_runs_the_purge_every_hour_only_when_a_retention_period_is_set(sett
         in as_service_account(code, settings, LABQUEUE_RETAIN_JOB_FILES_DAYS="30").stdout
     )
     assert as_service_account(code, settings).stdout.strip() == "None"
+
+
+def test_a_job_whose_files_cannot_be_removed_is_named_left_as_it_was_and_does_not_stop_the_others(
+    client, student, assignment, settings
+):
+    stuck = job_that_ran(client, student, days_ago=20)
+    other = job_that_ran(client, student, days_ago=10)
+    os.chown(stuck.workdir, 0, 0)  # not the student's any more: the helper, as the student, must refuse it
+
+    done = purge(settings, "--older-than", "7")
+
+    assert done.returncode != 0
+    assert f"could not remove: job {stuck.uuid}" in done.stderr and "belongs to another account" in done.stderr
+    assert "they are left as they were and the next run tries again" in done.stderr
+    assert (Path(stuck.workdir) / "job.out").is_file()
+    assert not Path(other.workdir).exists(), "the next job was still removed"
+    stuck.refresh_from_db()
+    assert stuck.files_purged_at is None

@@ -6,6 +6,7 @@ the next usage ingest copies their job's accounting record again.
 
 import csv
 import io
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -144,3 +145,18 @@ def test_a_person_with_a_job_not_finished_is_refused_with_what_to_do(student, as
     assert f"student1 has 1 job(s) that have not finished: {job.uuid} (waiting in the cluster queue)" in done.stderr
     assert "Cancel them first" in done.stderr
     assert get_user_model().objects.get(pk=student.pk).netid == "student1", "nothing was changed"
+
+
+def test_when_a_jobs_files_cannot_be_removed_the_person_is_not_forgotten_yet(client, student, assignment, settings):
+    job = job_that_ran(client, student)
+    os.chown(job.workdir, 0, 0)  # not the student's any more: the helper, as the student, must refuse it
+
+    done = forget(settings, "student1")
+
+    assert done.returncode != 0
+    assert f"could not remove the files of job {job.uuid}" in done.stderr
+    assert "belongs to another account" in done.stderr
+    assert "nothing else was changed and student1 is not forgotten yet" in done.stderr
+    person = get_user_model().objects.get(pk=student.pk)
+    assert (person.netid, person.first_name, person.is_active) == ("student1", "Student1", True)
+    assert UsageRecord.objects.get(job=job).user == "student1"

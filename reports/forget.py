@@ -89,6 +89,17 @@ def person_forget(*, netid: str, dry_run: bool = False) -> ForgetReport:
         if netid.startswith(PREFIX):
             raise ForgetRefused(f"{netid} is already a pseudonym: that person was forgotten before.")
         raise ForgetRefused(f"No person in the portal has the cluster username '{netid}'. Check the spelling.")
+    _refuse_with_live_jobs(user, netid)
+    report = _counted(user, netid)
+    for job in Job.objects.filter(user=user, files_purged_at__isnull=True).select_related("assignment__course"):
+        report.files.append(job_files_remove(job=job, cause=FILES_CAUSE, dry_run=dry_run))
+    if dry_run or report.failed:
+        return report
+    _anonymise(user, netid, report.pseudonym)
+    return report
+
+
+def _refuse_with_live_jobs(user, netid: str) -> None:
     live = list(Job.objects.filter(user=user).exclude(status__in=TERMINAL).order_by("created_at"))
     if live:
         listed = ", ".join(f"{job.uuid} ({job.get_status_display().lower()})" for job in live)
@@ -97,13 +108,6 @@ def person_forget(*, netid: str, dry_run: bool = False) -> ForgetReport:
             "Slurm has not reported their usage yet. Cancel them first (on each job's page, or `scancel` as an "
             "operator), wait until the portal shows them as cancelled, then run this again."
         )
-    report = _counted(user, netid)
-    for job in Job.objects.filter(user=user, files_purged_at__isnull=True).select_related("assignment__course"):
-        report.files.append(job_files_remove(job=job, cause=FILES_CAUSE, dry_run=dry_run))
-    if dry_run or report.failed:
-        return report
-    _anonymise(user, netid, report.pseudonym)
-    return report
 
 
 def _counted(user, netid: str) -> ForgetReport:
@@ -122,6 +126,8 @@ def _counted(user, netid: str) -> ForgetReport:
 
 @transaction.atomic
 def _anonymise(user, netid: str, name: str) -> None:
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    _refuse_with_live_jobs(user, netid)  # again: they may have submitted one while their files were removed
     words = _words(user, netid)
 
     def scrub(text: str) -> str:

@@ -22,7 +22,6 @@ class Command(BaseCommand):
             report = person_forget(netid=netid, dry_run=dry_run)
         except ForgetRefused as refusal:
             raise CommandError(str(refusal))
-        will = "would" if dry_run else "will"
         done = "would be" if dry_run else "were"
         for removal in report.files:
             job = removal.job
@@ -48,7 +47,7 @@ class Command(BaseCommand):
             f"record(s), so course totals are unchanged."
         )
         if report.enrollments:
-            self.stdout.write(f"Enrollments that {will} be removed: {', '.join(report.enrollments)}.")
+            self.stdout.write(f"Enrollments that {done} removed: {', '.join(report.enrollments)}.")
         self.stdout.write(
             "Slurm is not changed: remove their associations with sacctmgr (the association page lists them as "
             "left alone)." + (" Dry run: nothing was changed." if dry_run else "")

@@ -28,7 +28,8 @@ class Command(BaseCommand):
             if removal.error:
                 self.stderr.write(f"could not remove the files of job {job.uuid} ({job.workdir}): {removal.error}")
             else:
-                amounts = f"{removal.files} file(s), {filesizeformat(removal.bytes)}; uploads {removal.uploads}"
+                size = filesizeformat(removal.bytes)
+                amounts = f"{removal.files} file(s), {size}; uploads: {removal.uploads} file(s)"
                 self.stdout.write(f"{'would remove' if dry_run else 'removed'}: files of job {job.uuid}: {amounts}")
         if report.failed:
             raise CommandError(

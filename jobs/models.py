@@ -117,6 +117,10 @@ class Job(models.Model):
 
     # The one-time key of the submission form it came from (blank for retries and older jobs).
     submission_key = models.CharField(max_length=32, blank=True)
+    # When its job directory and staged uploads were removed (jobs.retention; docs/records.md). The row stays.
+    files_purged_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the job's files were removed under the retention policy."
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -5,11 +5,13 @@ name (jobs.enqueue) and never import this module; it is the only one that import
 """
 
 import logging
+import time
 
 from celery import shared_task
+from django.conf import settings
 
 from clusterpolicy import labs
-from jobs import dispatch
+from jobs import dispatch, retention
 from jobs.workdir import WorkdirUnavailable
 from slurm import SlurmUnavailable
 
@@ -61,3 +63,26 @@ def labs_tick() -> None:
             labs.labs_release_ended()  # the reservations those jobs were waiting for
     except SlurmUnavailable as error:
         log.warning("Lab reservations not updated, Slurm did not answer: %s", error)
+
+
+#: How long one run of the periodic purge goes on (well inside the task's time limit); a backlog is worked
+#: off hour by hour, and a job whose files cannot be removed costs one helper call, never the whole run.
+PURGE_SECONDS = 120
+
+
+@shared_task
+def job_files_purge() -> None:
+    """The retention policy (LABQUEUE_RETAIN_JOB_FILES_DAYS): what `manage.py purge_job_files` does."""
+    days = settings.LABQUEUE_RETAIN_JOB_FILES_DAYS
+    if not days:
+        return
+    deadline = time.monotonic() + PURGE_SECONDS
+    removed = failed = 0
+    for removal in retention.job_files_purge(older_than_days=days):
+        if removal.error:
+            failed += 1
+        else:
+            removed += 1
+        if time.monotonic() > deadline:
+            break
+    log.info("Job files purge: files of %d job(s) removed, %d could not be (see the warnings)", removed, failed)

@@ -59,3 +59,9 @@ def uploads_forget(*, session, token: str) -> None:
     if token in session.get(SESSION_KEY, []):
         shutil.rmtree(_folder(token), ignore_errors=True)
         session[SESSION_KEY] = [kept for kept in session[SESSION_KEY] if kept != token]
+
+
+def uploads_discard(*, token: str) -> None:
+    """Delete the files kept under `token`, whoever kept them (forgetting the person whose session it was)."""
+    if token and "/" not in token and token not in (".", ".."):
+        shutil.rmtree(_folder(token), ignore_errors=True)

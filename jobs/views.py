@@ -41,6 +41,10 @@ from jobs.services import (
 from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
 
 LOG_PAGE_BYTES = 64 * 1024
+FILES_PURGED = (
+    "This job's files were removed under the portal's retention policy for finished jobs, so there is nothing "
+    "to download. Its record and results summary stay on this page."
+)
 PAGE_RE = re.compile(r"[0-9]+")
 
 
@@ -120,8 +124,9 @@ def course_jobs(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _detail_context(request: HttpRequest, job: Job) -> dict:
     limit = settings.LABQUEUE_LOG_TAIL_BYTES
-    stdout, stdout_cut = files.tail(job.workdir, job.stdout_name, limit)
-    stderr, stderr_cut = files.tail(job.workdir, job.stderr_name, limit)
+    with_files = bool(job.submitted_at) and job.files_purged_at is None  # removed: jobs.retention
+    stdout, stdout_cut = files.tail(job.workdir, job.stdout_name, limit) if with_files else ("", False)
+    stderr, stderr_cut = files.tail(job.workdir, job.stderr_name, limit) if with_files else ("", False)
     lines = (stdout + "\n" + stderr).splitlines()
     explanation = explain(job, lines)
     is_owner = job.user_id == request.user.pk
@@ -136,8 +141,9 @@ def _detail_context(request: HttpRequest, job: Job) -> dict:
         "stdout_cut": stdout_cut,
         "stderr": stderr,
         "stderr_cut": stderr_cut,
-        "files": files.list_files(job.workdir) if job.submitted_at else [],
-        "files_unreadable": bool(job.submitted_at) and files.unreadable(job.workdir),
+        "files": files.list_files(job.workdir) if with_files else [],
+        "files_unreadable": with_files and files.unreadable(job.workdir),
+        "files_purged": job.files_purged_at is not None,
         "events": job.events.select_related("actor"),
         "notes": job.notes.select_related("author"),
         "attempts": job_attempts(job=job),
@@ -202,6 +208,9 @@ def job_file(request: HttpRequest, job_uuid: UUID, path: str) -> HttpResponse:
 @login_required
 def job_zip(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     job = job_get_for_user(user=request.user, job_uuid=job_uuid)
+    if job.files_purged_at is not None:
+        messages.error(request, FILES_PURGED)
+        return redirect("jobs:job-detail", job_uuid=job.uuid)
     folder = f"{job.assignment.slug}-{str(job.uuid)[:8]}"
     try:
         archive = files.build_zip(job.workdir, folder=folder, max_bytes=settings.LABQUEUE_ZIP_MAX_BYTES)
@@ -268,6 +277,7 @@ def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
     )
     pages = max(1, -(-total // LOG_PAGE_BYTES))
     context = {"job": job, "name": name, "stream": stream, "text": text, "page": page, "pages": pages}
+    context["files_purged"] = job.files_purged_at is not None
     return render(request, "jobs/job_log.html", context)
 
 

@@ -9,10 +9,12 @@ so whatever the student does to their own directory meanwhile can only ever reac
 import io
 import os
 import pwd
+import re
 import shutil
 import stat
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -101,3 +103,58 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 def staging_clear(job_uuid: str) -> None:
     shutil.rmtree(staging_dir(job_uuid), ignore_errors=True)
+
+
+_REMOVED = re.compile(r"removed files=(\d+) directories=(\d+) bytes=(\d+)")
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What the helper removed from a job directory (nothing when it was already gone)."""
+
+    files: int = 0
+    directories: int = 0
+    bytes: int = 0
+
+
+def workdir_remove(*, workdir: str, netid: str) -> Removed:
+    """Delete a job directory (<job root>/<netid>/<job uuid>) and everything in it, as the student, through
+    the job-directory helper: the service account owns nothing in the job root and may remove nothing there.
+    The helper never follows a symlink the student planted and refuses any other directory.
+
+    Raises WorkdirError when the helper refuses (its message says why) and WorkdirUnavailable when it could
+    not be run (sudo refused, an unknown account, a timeout)."""
+    root = Path(workdir)
+    if root.parent.name != netid:
+        raise WorkdirError(f"{workdir} is not a job directory of '{netid}'; the portal removes only those.")
+    helper = [settings.LABQUEUE_JOBDIR_HELPER, "remove", str(root.parent.parent), netid, root.name]
+    try:
+        answer = runner.run(helper, run_as=netid, timeout=settings.LABQUEUE_JOBDIR_TIMEOUT)
+    except ValueError as error:  # not a name the run-as prefix accepts
+        raise WorkdirError(str(error)) from error
+    except slurm.SlurmRejected as refusal:
+        raise WorkdirError(str(refusal)) from refusal
+    except slurm.SlurmUnavailable as error:
+        raise WorkdirUnavailable(f"the job directory could not be removed: {error}") from error
+    found = _REMOVED.search(answer)
+    if found is None:
+        return Removed()  # "absent": nothing was there (never made, or removed before)
+    return Removed(*(int(number) for number in found.groups()))
+
+
+def staging_size(job_uuid: str) -> tuple[int, int]:
+    """Files and bytes of a job's staged uploads (the portal's own files)."""
+    folder = staging_dir(job_uuid)
+    if not folder.is_dir():
+        return 0, 0
+    with os.scandir(folder) as entries:
+        sizes = [entry.stat(follow_symlinks=False).st_size for entry in entries if entry.is_file(follow_symlinks=False)]
+    return len(sizes), sum(sizes)
+
+
+def staging_remove(job_uuid: str) -> None:
+    """Delete a job's staged uploads (gone already is fine); raises OSError when they cannot be deleted."""
+    try:
+        shutil.rmtree(staging_dir(job_uuid))  # does not follow symlinks
+    except FileNotFoundError:
+        pass

@@ -247,6 +247,17 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# Records (docs/records.md): the files of finished jobs (job directory, staged uploads) are removed this many
+# days after the job ended, by `manage.py purge_job_files` and, when it is set, by the worker every hour (the
+# job-files-purge task runs the same function). 0, the default, keeps them for good. Job and usage records stay.
+LABQUEUE_RETAIN_JOB_FILES_DAYS = env_int("LABQUEUE_RETAIN_JOB_FILES_DAYS", 0)
+if LABQUEUE_RETAIN_JOB_FILES_DAYS:
+    CELERY_BEAT_SCHEDULE["job-files-purge"] = {
+        "task": "jobs.tasks.job_files_purge",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    }
+
 # Slurm and the job directories.
 # How the worker (an unprivileged service account) runs a command as the student; see
 # deploy/sudoers.labqueue for the matching rule.

@@ -6,6 +6,7 @@ only after the rows are saved, so a cycle that finds slurmdbd down loses nothing
 one asks for the whole gap again. Re-ingesting a window rewrites the same values.
 """
 
+import dataclasses
 import logging
 import re
 import time
@@ -21,6 +22,7 @@ from django.utils import timezone
 import slurm
 from jobs.models import Job
 from reports.models import AccountingCursor, UsageRecord
+from reports.pseudonyms import forgotten_netids
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +94,15 @@ def usage_ingest(*, now: datetime | None = None) -> IngestResult:
 
 
 def usage_records_save(*, cluster: str, records: Iterable["slurm.AcctRecord"], now: datetime) -> int:
-    """Upsert allocation records; link each to its portal job by the lq-<uuid> name. Two queries per batch.
+    """Upsert allocation records; link each to its portal job by the lq-<uuid> name. Three queries per batch.
 
     Anyone can give a job any name, so a record is linked only when it ran as the portal job's cluster
-    user: another user's job named after a portal job stays unlinked (outside the portal)."""
+    user: another user's job named after a portal job stays unlinked (outside the portal). A record of a
+    person the portal forgot (reports.forget) is filed under their pseudonym, as their older records are."""
     records = [record for record in records if record.submit is not None]
+    forgotten = forgotten_netids({record.user for record in records})
+    if forgotten:
+        records = [dataclasses.replace(record, user=forgotten.get(record.user, record.user)) for record in records]
     uuids = {u for u in (portal_job_uuid(record.name) for record in records) if u}
     jobs = Job.objects.filter(uuid__in=uuids).values_list("uuid", "pk", "run_as") if uuids else []
     job_ids = {(job_uuid, run_as): pk for job_uuid, pk, run_as in jobs}

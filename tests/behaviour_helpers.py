@@ -19,10 +19,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Job, Status
+from jobs.workdir import staging_dir
 from portal.celery import app
+from tests.conftest import dispatch, submit_form, wait_for_status
+from tests.service_account import SERVICE_ACCOUNT
 
 T = TypeVar("T")
 SLURM_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
@@ -229,3 +234,29 @@ def usage_caught_up(job: Job, seconds: float = 60) -> None:
         assert time.monotonic() < deadline, "the usage record never arrived"
         time.sleep(1)
         usage_ingest()
+
+
+def uploaded_by_the_web_server(folder: Path) -> None:
+    """The web server runs as the service account, so what it staged is the service account's (the test
+    client ran the view as root)."""
+    account = pwd.getpwnam(SERVICE_ACCOUNT)
+    for path in [folder.parent, folder, *folder.rglob("*")]:
+        os.chown(path, account.pw_uid, account.pw_gid)
+
+
+def job_that_ran(client, student, *, uploads: dict[str, bytes] | None = None, days_ago: int = 0) -> Job:
+    """A job the student submitted in the browser that ran on the cluster to completion, with its usage
+    record copied in, ended `days_ago` days ago."""
+    client.force_login(student)
+    files = [SimpleUploadedFile(name, content) for name, content in (uploads or {}).items()]
+    form = submit_form(**({"uploads": files} if files else {}))
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form).status_code == 302
+    job = Job.objects.latest("pk")
+    if files:
+        uploaded_by_the_web_server(staging_dir(str(job.uuid)))
+    job = wait_for_status(dispatch(job), Status.COMPLETED)
+    usage_caught_up(job)
+    if days_ago:
+        Job.objects.filter(pk=job.pk).update(ended_at=job.ended_at - timedelta(days=days_ago))
+    job.refresh_from_db()
+    return job

@@ -58,16 +58,26 @@ def _uses_database(request: pytest.FixtureRequest) -> bool:
     )
 
 
-@pytest.fixture(scope="session")
-def jobdir_helper() -> str:
-    """The job-directory helper the sudoers rule names, the same as this checkout's (installed again when
-    it was edited since scripts/labcluster put it there)."""
-    installed = "/usr/local/libexec/labqueue-jobdir"
+JOBDIR_HELPER = "/usr/local/libexec/labqueue-jobdir"
+
+
+def jobdir_helper_install() -> str:
+    """Put this checkout's job-directory helper where the sudoers rule names it, if what is there differs
+    (scripts/labcluster installed it; another checkout's test run on this machine may have installed its own
+    since). Replaced at once: a helper starting meanwhile reads the old file or the new one."""
     source = REPO / "scripts" / "labqueue-jobdir"
-    if not os.path.exists(installed) or not filecmp.cmp(source, installed, shallow=False):
-        shutil.copyfile(source, installed)
-        os.chmod(installed, 0o755)
-    return installed
+    if not os.path.exists(JOBDIR_HELPER) or not filecmp.cmp(source, JOBDIR_HELPER, shallow=False):
+        fresh = f"{JOBDIR_HELPER}.{os.getpid()}"
+        shutil.copyfile(source, fresh)
+        os.chmod(fresh, 0o755)
+        os.replace(fresh, JOBDIR_HELPER)
+    return JOBDIR_HELPER
+
+
+@pytest.fixture
+def jobdir_helper() -> str:
+    """The job-directory helper the sudoers rule names, the same as this checkout's (checked before each test)."""
+    return jobdir_helper_install()
 
 
 @pytest.fixture(autouse=True)

@@ -97,6 +97,33 @@ def as_service_account(code: str, settings, *, timeout: float = 120, **env: str)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
+#: How an older job-directory helper, without the `remove` mode, answers it (its usage line names `prepare` alone).
+OLD_HELPER = "failed (2): usage: labqueue-jobdir prepare"
+
+
+def manage_as_service_account(settings, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`manage.py ARGS` as the service account, as an operator (or the worker) runs it.
+
+    The job-directory helper lives at the one path the sudoers rule names, shared by every checkout on this
+    machine: a test run of an older checkout starting meanwhile puts back a helper without `remove` (which
+    then removes nothing). Only then is the command run again, with this checkout's helper installed again."""
+    from tests.conftest import jobdir_helper_install
+
+    for _ in range(3):
+        jobdir_helper_install()
+        done = subprocess.run(
+            service_argv(sys.executable, "manage.py", *args),
+            env=service_env(settings),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if OLD_HELPER not in done.stderr or "labqueue-jobdir remove <job root>" in done.stderr:
+            break
+    return done
+
+
 def dispatch_as_service_account(job_id: int, settings, **env: str) -> subprocess.CompletedProcess:
     """What the Celery submit task runs, as the service account (its retries run at once)."""
     result = as_service_account(

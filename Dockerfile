@@ -35,7 +35,7 @@ RUN apt-get update \
 RUN groupadd --system --gid "${LABQUEUE_GID}" labqueue \
  && useradd --system --uid "${LABQUEUE_UID}" --gid labqueue --home-dir /var/lib/labqueue \
       --shell /usr/sbin/nologin labqueue \
- && install -d -o labqueue -g labqueue -m 0750 /var/lib/labqueue /var/lib/labqueue/media
+ && install -d -o labqueue -g labqueue -m 0750 /var/lib/labqueue /var/lib/labqueue/media /var/lib/labqueue/beat
 
 WORKDIR /app
 # Only what the portal needs to run: requirements.txt (never requirements-dev.txt: no pytest, ruff or IdPs).
@@ -51,9 +51,10 @@ RUN install -o root -g root -m 0755 scripts/labqueue-jobdir /usr/local/libexec/l
 
 # Static files: collected at build time to where the settings read LABQUEUE_STATIC_ROOT, compressed and with
 # content-hashed names (LABQUEUE_STATIC_MANIFEST=1: whitenoise's CompressedManifestStaticFilesStorage).
-ENV LABQUEUE_STATIC_ROOT=/app/static-collected \
+ENV LABQUEUE_STATIC_ROOT=/var/lib/labqueue/static \
     LABQUEUE_STATIC_MANIFEST=1 \
     LABQUEUE_MEDIA_ROOT=/var/lib/labqueue/media \
+    LABQUEUE_BEAT_SCHEDULE=/var/lib/labqueue/beat/celerybeat-schedule \
     LABQUEUE_WEB_BIND=0.0.0.0:8000 \
     PYTHONUNBUFFERED=1
 RUN LABQUEUE_SECRET_KEY=build-only-not-a-secret python manage.py collectstatic --noinput

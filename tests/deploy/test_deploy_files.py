@@ -248,3 +248,23 @@ def test_the_worker_may_use_sudo_and_the_others_gain_no_privilege():
 def test_the_beat_unit_says_it_is_single_instance_and_the_web_unit_serves_hashed_static_files():
     assert "SINGLE INSTANCE" in (UNITS / "labqueue-beat.service").read_text()
     assert environment("labqueue-web.service")["LABQUEUE_STATIC_MANIFEST"] == "1"
+
+
+def test_compose_keeps_the_images_static_root_media_root_and_beat_schedule_whatever_the_env_file_says():
+    image_env = {}
+    for keyword, arguments in dockerfile():
+        if keyword == "ENV":
+            image_env.update(env_values(arguments))
+    services = compose()["services"]
+
+    for name in ("web", "worker", "beat", "migrate"):
+        pinned = services[name]["environment"]
+        for key in (
+            "LABQUEUE_STATIC_ROOT",
+            "LABQUEUE_STATIC_MANIFEST",
+            "LABQUEUE_MEDIA_ROOT",
+            "LABQUEUE_BEAT_SCHEDULE",
+        ):
+            assert pinned[key] == image_env[key], (name, key)
+    assert "beat:" + str(Path(image_env["LABQUEUE_BEAT_SCHEDULE"]).parent) in services["beat"]["volumes"]
+    assert "media:" + image_env["LABQUEUE_MEDIA_ROOT"] in services["worker"]["volumes"]

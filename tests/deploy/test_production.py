@@ -104,11 +104,12 @@ def production(settings, service_media, tmp_path) -> Iterator[Portal]:
         assert service(unit)["WorkingDirectory"] == ["/opt/labqueue"], unit
         assert service(unit)["EnvironmentFile"] == ["/etc/labqueue/labqueue.env"], unit
 
-    # Install steps (README "Operators: install"): migrations, then the static files the web server serves.
+    # The migrate unit (the test database is migrated already: its line must agree), then the web unit's
+    # ExecStartPre, which collects the static files the web server serves.
     migrated = run_as_service(exec_start("labqueue-migrate.service"), env)
-    assert "No migrations to apply" in migrated.stdout, "the test database is migrated; the unit's line agrees"
+    assert "No migrations to apply" in migrated.stdout, migrated.stdout
     web_env = {**environment(UNITS["web"]), **env}
-    run_as_service([*exec_start("labqueue-migrate.service")[:2], "collectstatic", "--noinput"], web_env)
+    run_as_service(exec_start(UNITS["web"], "ExecStartPre"), web_env)
 
     portal = Portal(settings=settings, logs=tmp_path, env=env, base=f"http://127.0.0.1:{port}")
     portal.web = _start(service_argv(*exec_start(UNITS["web"])), web_env, tmp_path / "web.log")

@@ -53,10 +53,10 @@ def _specifiers(token: str) -> str:
     return "".join(out)
 
 
-def exec_start(name: str, **paths: str) -> list[str]:
-    """The unit's ExecStart as an argv: install paths replaced by this checkout (and `paths`: install-time
-    path -> test path, e.g. the beat schedule file)."""
-    [line] = service(name)["ExecStart"]
+def exec_start(name: str, setting: str = "ExecStart", **paths: str) -> list[str]:
+    """The unit's ExecStart (or ExecStartPre) as an argv: install paths replaced by this checkout (and `paths`:
+    install-time path -> test path, e.g. the beat schedule file)."""
+    [line] = service(name)[setting]
     replacements = {INSTALL_VENV_BIN: str(Path(sys.executable).parent), **paths, INSTALL: str(REPO)}
     argv = []
     for token in shlex.split(line):

@@ -27,6 +27,10 @@ threads = _env_int("LABQUEUE_WEB_THREADS", 4)
 # A request taking longer than this many seconds has its worker restarted (downloads of large zips included).
 timeout = _env_int("LABQUEUE_WEB_TIMEOUT", 60)
 graceful_timeout = timeout
+# Seconds an idle keep-alive connection stays open. Behind a proxy that keeps upstream connections, make it
+# longer than the proxy's idle timeout for them: otherwise gunicorn may close a connection just as the proxy
+# sends the next request on it, and that request fails (a 502 to the person).
+keepalive = _env_int("LABQUEUE_WEB_KEEPALIVE", 5)
 # Which proxies may set X-Forwarded-For / X-Forwarded-Proto (comma-separated addresses, or * when only the
 # proxy can reach the port). Django itself trusts X-Forwarded-Proto only with LABQUEUE_BEHIND_TLS_PROXY=1.
 forwarded_allow_ips = os.environ.get("LABQUEUE_WEB_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")

@@ -14,6 +14,8 @@
 #     commands and libmunge already installed, and no packages added here:
 #       docker build --build-arg BASE_IMAGE=registry.example.edu/hpc/slurm-client:23.11 \
 #                    --build-arg SLURM_PACKAGES= -t labqueue .
+#     deploy/sudoers.labqueue names /usr/bin/sbatch and /usr/bin/scancel: where the site's commands live
+#     elsewhere, change those paths in it before building.
 # At run time the Slurm tools need the site's /etc/slurm (read-only) and munged's socket directory
 # /run/munge from the host (the key in /etc/munge stays on the host: clients only talk to the socket).
 # The uid of labqueue here must be the host's (LABQUEUE_UID, LABQUEUE_GID): munge and the job root's group

@@ -169,6 +169,16 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env("LABQUEUE_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
 MEDIA_ROOT = Path(env("LABQUEUE_MEDIA_ROOT", str(BASE_DIR / "var" / "media")))
 
+# Static files in production (the image, deploy/compose.yaml and deploy/systemd set LABQUEUE_STATIC_MANIFEST=1):
+# whitenoise serves `collectstatic`'s output compressed, under content-hashed names cached for a year. Off by
+# default because with it every page needs `collectstatic` run first (a missing manifest entry is an error when
+# DEBUG is off), while without it the portal still serves its static files, only without the long caching.
+if env_bool("LABQUEUE_STATIC_MANIFEST"):
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    }
+
 # Security when served behind TLS (set LABQUEUE_SECURE=1 in production).
 SECURE = env_bool("LABQUEUE_SECURE")
 SESSION_COOKIE_SECURE = SECURE

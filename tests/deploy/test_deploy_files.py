@@ -1,0 +1,291 @@
+"""What the deployment files claim, checked without a Docker daemon or systemd as PID 1 (neither runs here):
+the Dockerfile's user, requirements and static files; what .dockerignore keeps out of the image; the
+compose file's services; the systemd units, read by systemd's own `systemd-analyze verify`."""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy.units import INSTALL, INSTALL_VENV_BIN, REPO, UNITS, environment, exec_start, service
+
+UNIT_NAMES = ["labqueue-web.service", "labqueue-worker.service", "labqueue-beat.service", "labqueue-migrate.service"]
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions, (INSTRUCTION, arguments), continuation lines joined, comments dropped."""
+    instructions, pending = [], ""
+    for raw in (REPO / "Dockerfile").read_text().splitlines():
+        line = raw.strip()
+        if not pending and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = pending + line
+        pending = ""
+        keyword, _, rest = line.partition(" ")
+        instructions.append((keyword.upper(), rest.strip()))
+    return instructions
+
+
+def env_values(arguments: str) -> dict[str, str]:
+    return dict(pair.split("=", 1) for pair in shlex.split(arguments))
+
+
+def test_the_image_runs_as_the_unprivileged_service_account_after_its_last_root_step():
+    instructions = dockerfile()
+    users = [index for index, (keyword, _) in enumerate(instructions) if keyword == "USER"]
+    last_run = max(index for index, (keyword, _) in enumerate(instructions) if keyword == "RUN")
+
+    assert users, "the image names the user it runs as"
+    assert instructions[users[-1]][1] == "labqueue"
+    assert users[-1] > last_run, "nothing runs as root after USER"
+    assert any("useradd" in arguments and "labqueue" in arguments for keyword, arguments in instructions)
+
+
+def test_the_image_installs_only_the_runtime_requirements():
+    installs = [arguments for keyword, arguments in dockerfile() if keyword == "RUN" and "pip install" in arguments]
+    runtime = (REPO / "requirements.txt").read_text()
+    dev_only = {
+        re.split(r"[\[=<>]", line)[0].lower()
+        for line in (REPO / "requirements-dev.txt").read_text().splitlines()
+        if line and not line.startswith(("#", "-r"))
+    } - {"django-allauth"}  # allauth is in both: the runtime extras, and the test IdP's extra
+
+    assert installs == ["pip install --no-cache-dir -r requirements.txt"]
+    assert not [arguments for _, arguments in dockerfile() if "requirements-dev" in arguments]
+    assert not [line for line in runtime.splitlines() if line.startswith("-r")], (
+        "requirements.txt pulls in no other file"
+    )
+    assert not {name for name in dev_only if re.search(rf"^{re.escape(name)}\b", runtime, re.I | re.M)}
+
+
+def test_static_files_are_collected_where_the_settings_read_them_hashed_and_compressed(tmp_path):
+    instructions = dockerfile()
+    [collect] = [index for index, (keyword, args) in enumerate(instructions) if "collectstatic" in args]
+    env = {}
+    for keyword, arguments in instructions[:collect]:
+        if keyword == "ENV":
+            env.update(env_values(arguments))
+    assert env.get("LABQUEUE_STATIC_MANIFEST") == "1", "the manifest storage is on when collectstatic runs"
+    root = env["LABQUEUE_STATIC_ROOT"]
+
+    read = "from django.conf import settings as s; print(s.STATIC_ROOT); print(s.STORAGES['staticfiles']['BACKEND'])"
+    process_env = {"PATH": "/usr/bin:/bin", "LABQUEUE_SECRET_KEY": "x", "DJANGO_SETTINGS_MODULE": "portal.settings"}
+    shown = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {read}"],
+        cwd=REPO,
+        env={**process_env, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.stdout.split() == [root, "whitenoise.storage.CompressedManifestStaticFilesStorage"], shown.stderr
+
+    # The same command the image runs, into a directory of this test's, gives hashed and compressed files.
+    collected = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=REPO,
+        env={**process_env, **env, "LABQUEUE_STATIC_ROOT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert collected.returncode == 0, collected.stderr
+    names = {path.name for path in tmp_path.iterdir()}
+    assert "staticfiles.json" in names
+    assert any(re.fullmatch(r"labqueue\.[0-9a-f]{12}\.css\.gz", name) for name in names)
+
+
+def test_the_image_enters_through_the_entrypoint_with_the_web_server_as_default():
+    instructions = dict(dockerfile())
+
+    assert instructions["ENTRYPOINT"] == '["/app/deploy/entrypoint"]'
+    assert instructions["CMD"] == '["web"]'
+    assert os.access(REPO / "deploy" / "entrypoint", os.X_OK)
+
+
+def test_the_slurm_client_is_chosen_at_build_time():
+    instructions = dockerfile()
+    args = [arguments.split("=")[0] for keyword, arguments in instructions if keyword == "ARG"]
+
+    assert {"DEBIAN_RELEASE", "BASE_IMAGE", "SLURM_PACKAGES"} <= set(args)
+    assert ("FROM", "${BASE_IMAGE}") in instructions
+    assert any("${SLURM_PACKAGES}" in arguments for keyword, arguments in instructions if keyword == "RUN")
+
+
+def _pattern(pattern: str) -> re.Pattern:
+    """A .dockerignore pattern as a regular expression: `*` and `?` within one path component, `**` across
+    any number of directories (none included)."""
+    regex, index = "", 0
+    while index < len(pattern):
+        if pattern.startswith("**/", index):
+            regex, index = regex + "(?:.*/)?", index + 3
+        elif pattern.startswith("**", index):
+            regex, index = regex + ".*", index + 2
+        elif pattern[index] in "*?":
+            regex, index = regex + ("[^/]*" if pattern[index] == "*" else "[^/]"), index + 1
+        else:
+            regex, index = regex + re.escape(pattern[index]), index + 1
+    return re.compile(regex)
+
+
+def dockerignored(path: str) -> bool:
+    """Whether Docker leaves `path` (relative to the build context) out by .dockerignore's rules: a pattern
+    leaves out what it matches and everything below it; a later `!pattern` takes a path back in."""
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: count + 1]) for count in range(len(parts))]
+    excluded = False
+    for raw in (REPO / ".dockerignore").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        regex = _pattern(line.lstrip("!").strip("/"))
+        if any(regex.fullmatch(prefix) for prefix in prefixes):
+            excluded = not line.startswith("!")
+    return excluded
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".git/HEAD", ".venv/bin/python", ".venv-prod/bin/python", "var/db.sqlite3", "var/demo-secret"]
+    + ["mutants/jobs/x.py", "tests/conftest.py", ".env", "deploy/.env", "jobs/__pycache__/models.cpython-311.pyc"],
+)
+def test_the_image_context_leaves_out_history_local_state_secrets_and_tests(path):
+    assert dockerignored(path)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["manage.py", "requirements.txt", "deploy/entrypoint", "deploy/gunicorn.conf.py", "deploy/sudoers.labqueue"]
+    + ["scripts/labqueue-jobdir", "static/labqueue.css", "templates/base.html", "portal/settings.py"],
+)
+def test_the_image_context_keeps_what_the_portal_runs(path):
+    assert (REPO / path).exists()
+    assert not dockerignored(path)
+
+
+def compose() -> dict:
+    return yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())
+
+
+def test_compose_runs_exactly_one_beat_and_starts_nothing_before_migrate_succeeded():
+    services = compose()["services"]
+
+    beats = [name for name, spec in services.items() if spec.get("command") == ["beat"]]
+    assert beats == ["beat"]
+    assert services["beat"]["deploy"]["replicas"] == 1
+    assert "single instance" in (REPO / "deploy" / "compose.yaml").read_text()
+    assert services["migrate"]["command"] == ["migrate"] and services["migrate"]["restart"] == "no"
+    for name in ("web", "worker", "beat"):
+        assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name
+        assert services[name]["env_file"] == ".env", name
+    assert {"db", "redis", "migrate", "web", "worker", "beat"} <= set(services)
+
+
+def test_compose_checks_health_through_healthz_and_readyz():
+    services = compose()["services"]
+
+    assert services["web"]["healthcheck"]["test"][-2:] == ["probe", "/healthz"]
+    assert services["worker"]["healthcheck"]["test"][-1] == "/readyz"
+    assert services["db"]["healthcheck"] and services["redis"]["healthcheck"]
+
+
+def test_compose_gives_the_worker_the_job_root_munge_socket_and_slurm_configuration():
+    volumes = compose()["services"]["worker"]["volumes"]
+
+    assert "/run/munge:/run/munge" in volumes
+    assert "/etc/slurm:/etc/slurm:ro" in volumes
+    assert any(volume.startswith("${LABQUEUE_JOB_ROOT") for volume in volumes)
+
+
+def verified_copies(tmp_path: Path) -> Path:
+    """The units with the install paths replaced by this checkout, as systemd-analyze must find the programs."""
+    for name in UNIT_NAMES:
+        text = (UNITS / name).read_text()
+        text = text.replace(INSTALL_VENV_BIN, str(Path(sys.executable).parent)).replace(INSTALL, str(REPO))
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_systemd_reads_every_unit_without_a_complaint(tmp_path):
+    copies = verified_copies(tmp_path)
+    result = subprocess.run(
+        ["systemd-analyze", "verify", *[str(copies / name) for name in UNIT_NAMES]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+def test_every_long_running_unit_runs_as_the_service_account_and_restarts_on_failure():
+    for name in UNIT_NAMES[:3]:
+        settings = service(name)
+        assert settings["User"] == ["labqueue"], name
+        assert settings["EnvironmentFile"] == ["/etc/labqueue/labqueue.env"], name
+        assert settings["Restart"] == ["on-failure"], name
+        assert exec_start(name)[0].startswith(str(Path(sys.executable).parent)), name
+
+
+#: Settings that, in a unit with User=, imply NoNewPrivileges=yes (systemd.exec(5), systemd 252).
+IMPLY_NO_NEW_PRIVILEGES = {
+    "NoNewPrivileges",
+    "LockPersonality",
+    "MemoryDenyWriteExecute",
+    "PrivateDevices",
+    "ProtectClock",
+    "ProtectHostname",
+    "ProtectKernelLogs",
+    "ProtectKernelModules",
+    "ProtectKernelTunables",
+    "RestrictAddressFamilies",
+    "RestrictNamespaces",
+    "RestrictRealtime",
+    "RestrictSUIDSGID",
+    "SystemCallArchitectures",
+    "SystemCallFilter",
+    "SystemCallLog",
+}
+
+
+def test_the_worker_may_use_sudo_and_the_others_gain_no_privilege():
+    worker = service("labqueue-worker.service")
+
+    assert not IMPLY_NO_NEW_PRIVILEGES & set(worker), "sudo (set-user-ID root) must work in the worker"
+    assert "CapabilityBoundingSet" not in worker and "AmbientCapabilities" not in worker
+    for name in ("labqueue-web.service", "labqueue-beat.service", "labqueue-migrate.service"):
+        assert service(name)["NoNewPrivileges"] == ["yes"], name
+        assert service(name)["ProtectSystem"] == ["strict"], name
+
+
+def test_the_beat_unit_says_it_is_single_instance_and_the_web_unit_serves_hashed_static_files():
+    assert "SINGLE INSTANCE" in (UNITS / "labqueue-beat.service").read_text()
+    assert environment("labqueue-web.service")["LABQUEUE_STATIC_MANIFEST"] == "1"
+
+
+def test_compose_keeps_the_images_static_root_media_root_and_beat_schedule_whatever_the_env_file_says():
+    image_env = {}
+    for keyword, arguments in dockerfile():
+        if keyword == "ENV":
+            image_env.update(env_values(arguments))
+    services = compose()["services"]
+
+    for name in ("web", "worker", "beat", "migrate"):
+        pinned = services[name]["environment"]
+        for key in (
+            "LABQUEUE_STATIC_ROOT",
+            "LABQUEUE_STATIC_MANIFEST",
+            "LABQUEUE_MEDIA_ROOT",
+            "LABQUEUE_BEAT_SCHEDULE",
+        ):
+            assert pinned[key] == image_env[key], (name, key)
+    assert "beat:" + str(Path(image_env["LABQUEUE_BEAT_SCHEDULE"]).parent) in services["beat"]["volumes"]
+    assert "media:" + image_env["LABQUEUE_MEDIA_ROOT"] in services["worker"]["volumes"]

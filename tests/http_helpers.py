@@ -5,6 +5,7 @@ import json
 from html.parser import HTMLParser
 
 import redis
+import requests
 from django.conf import settings
 
 #: The Redis list kombu keeps the default Celery queue in.
@@ -134,3 +135,13 @@ def queued_tasks() -> list[tuple[str, list, dict]]:
         args, kwargs, _embed = json.loads(body)
         tasks.append((message["headers"]["task"], args, kwargs))
     return tasks
+
+
+def sign_in(base: str, username: str, password: str) -> requests.Session:
+    """A browser signed in through the login form with a local password (the demo's, or LABQUEUE_LOCAL_PASSWORDS)."""
+    browser = requests.Session()
+    page = browser.get(base + "/accounts/login/", timeout=60)
+    fields = {**form_fields(page.text, containing="password"), "login": username, "password": password}
+    answer = browser.post(page.url, data=fields, headers={"Referer": page.url}, timeout=60, allow_redirects=False)
+    assert answer.status_code == 302, answer.text[-2000:]
+    return browser

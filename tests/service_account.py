@@ -139,11 +139,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+def _start(argv: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -> subprocess.Popen:
+    """Start a process in its own session (so `stop` ends everything it started), its output in `log`."""
     with open(log, "ab") as handle:
-        return subprocess.Popen(
-            argv, env=env, cwd=REPO, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        return subprocess.Popen(argv, env=env, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tests.faults.conftest import wait_until
-from tests.http_helpers import form_fields
+from tests.http_helpers import form_fields, sign_in
 from tests.service_account import as_service_account, running_portal, service_media  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
@@ -40,15 +40,6 @@ def rows(env: dict[str, str], sql: str, *params) -> list[tuple]:
         return database.execute(sql, params).fetchall()
 
 
-def signed_in(base: str, username: str) -> requests.Session:
-    browser = requests.Session()
-    page = browser.get(base + "/accounts/login/", timeout=60)
-    fields = {**form_fields(page.text, containing="password"), "login": username, "password": "labqueue-demo"}
-    answer = browser.post(page.url, data=fields, headers={"Referer": page.url}, timeout=60, allow_redirects=False)
-    assert answer.status_code == 302, answer.text[-2000:]
-    return browser
-
-
 def twice_at_once(browser: requests.Session, base: str, page_path: str, action: str, **changes: str):
     """The form on `page_path` that posts to `action`, as shown (plus `changes`), sent twice at once."""
     page = browser.get(base + page_path, timeout=60)
@@ -67,7 +58,7 @@ def twice_at_once(browser: requests.Session, base: str, page_path: str, action: 
 def test_double_clicks_on_sqlite_with_the_worker_and_beat_running_do_everything_once(settings, tmp_path, sqlite_env):
     with running_portal(settings, tmp_path, workers=1, **sqlite_env) as portal:
         portal.start_beat()
-        student, ta = signed_in(portal.base, "student1"), signed_in(portal.base, "ta1")
+        student, ta = (sign_in(portal.base, name, "labqueue-demo") for name in ("student1", "ta1"))
 
         job_page = twice_at_once(student, portal.base, "/courses/cs101-demo/assignments/gpu-hello/", SUBMIT)
         uuid = job_page.strip("/").split("/")[-1].replace("-", "")

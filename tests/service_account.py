@@ -223,7 +223,7 @@ def running_portal(settings, logs: Path, *, workers: int = 1, **env: str) -> Ite
     port = free_port()
     bin_dir = Path(sys.executable).parent
     web_argv = [str(bin_dir / "gunicorn"), "portal.wsgi:application", "--bind", f"127.0.0.1:{port}"]
-    web_argv += ["--workers", "2", "--access-logfile", "-"]
+    web_argv += ["--workers", "2", "--access-logfile", "-", "--no-control-socket"]
     portal.web = _start(service_argv(*web_argv), portal.env, logs / "web.log")
     for _ in range(workers):
         portal.start_worker()

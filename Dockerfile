@@ -33,11 +33,13 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends sudo ${SLURM_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*
 
-# The service account. It owns nothing in /app: the code cannot be changed by the process running it.
+# The service account. It owns nothing in /app: the code cannot be changed by the process running it. Its home
+# stays open to traverse (0755): the default job root /var/lib/labqueue/jobs is reached by the students too.
 RUN groupadd --system --gid "${LABQUEUE_GID}" labqueue \
  && useradd --system --uid "${LABQUEUE_UID}" --gid labqueue --home-dir /var/lib/labqueue \
       --shell /usr/sbin/nologin labqueue \
- && install -d -o labqueue -g labqueue -m 0750 /var/lib/labqueue /var/lib/labqueue/media /var/lib/labqueue/beat
+ && install -d -o labqueue -g labqueue -m 0755 /var/lib/labqueue \
+ && install -d -o labqueue -g labqueue -m 0750 /var/lib/labqueue/media /var/lib/labqueue/beat
 
 WORKDIR /app
 # Only what the portal needs to run: requirements.txt (never requirements-dev.txt: no pytest, ruff or IdPs).
@@ -47,7 +49,8 @@ COPY . .
 
 # The privilege model of README "Privilege model", as on a submit host: the root-owned helper and the
 # sudoers rule that lets labqueue run exactly sbatch, scancel and the helper as a member of %students.
-RUN install -o root -g root -m 0755 scripts/labqueue-jobdir /usr/local/libexec/labqueue-jobdir \
+RUN install -d -o root -g root -m 0755 /usr/local/libexec \
+ && install -o root -g root -m 0755 scripts/labqueue-jobdir /usr/local/libexec/labqueue-jobdir \
  && install -o root -g root -m 0440 deploy/sudoers.labqueue /etc/sudoers.d/labqueue \
  && visudo -cf /etc/sudoers.d/labqueue
 

@@ -16,7 +16,7 @@ from courses.models import STAFF_ROLES
 from courses.selectors import course_get_for_user
 from jobs.explanations import explanation_label, failure_explanation_choices
 from jobs.models import Job, Status
-from jobs.selectors import failure_counts, job_list, job_list_failed, job_list_for_course
+from jobs.selectors import failure_counts, job_list, job_list_active, job_list_failed, job_list_for_course
 from portal.spreadsheet import spreadsheet_safe
 
 #: Rows on one page of a job list.
@@ -59,6 +59,13 @@ def job_list_view(request: HttpRequest) -> HttpResponse:
     courses = {e.course.slug: e.course for e in request.user.enrollments.select_related("course")}
     context = {"jobs": jobs, "courses": courses.values(), "course_slug": course_slug}
     return render(request, "jobs/job_list.html", context)
+
+
+@require_GET
+@login_required
+def active_jobs_part(request: HttpRequest) -> HttpResponse:
+    """The home page's "Active jobs" box, polled by htmx while a job there is waiting or running."""
+    return render(request, "jobs/_active_jobs.html", {"jobs": job_list_active(user=request.user)})
 
 
 def _course_job_filters(request: HttpRequest) -> dict[str, str]:

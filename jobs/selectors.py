@@ -92,6 +92,19 @@ def job_attempts(*, job: Job) -> list[Job]:
 LIVE = (Status.QUEUED, Status.SUBMITTING, Status.PENDING, Status.RUNNING)
 
 
+def job_list_active(*, user, limit: int = 20) -> list[Job]:
+    """The user's jobs waiting or running now, newest first (at most `limit`)."""
+    jobs = Job.objects.filter(user=user, status__in=LIVE).select_related("assignment__course")
+    return list(jobs.order_by("-created_at")[:limit])
+
+
+def job_list_recent_failures(*, user, days: int = 14, limit: int = 5) -> list[Job]:
+    """The user's failed or refused attempts of the last `days` days, newest first (at most `limit`)."""
+    since = timezone.now() - timedelta(days=days)
+    jobs = Job.objects.filter(user=user, status__in=FAILED, created_at__gte=since).select_related("assignment__course")
+    return list(jobs.order_by("-created_at")[:limit])
+
+
 def student_live_jobs(*, user, course: Course) -> int:
     """The student's jobs in the course that are waiting or running (in the portal or in Slurm)."""
     return Job.objects.filter(user=user, assignment__course=course, status__in=LIVE).count()

@@ -11,6 +11,7 @@ urlpatterns = [
     path("course/<slug:slug>/jobs.csv", list_views.course_jobs_csv, name="course-jobs-csv"),
     path("course/<slug:slug>/failed/", list_views.course_failures, name="course-failures"),
     path("course/<slug:slug>/failed.csv", list_views.course_failures_csv, name="course-failures-csv"),
+    path("active/", list_views.active_jobs_part, name="active-jobs"),
     path("help/retries/", views.retry_help, name="retry-help"),
     path("<uuid:job_uuid>/", views.job_detail, name="job-detail"),
     path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),

@@ -25,7 +25,9 @@ def when(value: datetime | None) -> SafeString | str:
     if value is None or value == "":
         return MISSING
     local = timezone.localtime(value) if timezone.is_aware(value) else value
-    return format_html('<time datetime="{}">{}</time>', local.isoformat(), date_format(local, WHEN_FORMAT))
+    return format_html(
+        '<time datetime="{}">{}</time>', local.replace(microsecond=0).isoformat(), date_format(local, WHEN_FORMAT)
+    )
 
 
 def duration_text(seconds: int) -> str:

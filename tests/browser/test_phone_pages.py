@@ -55,6 +55,9 @@ def test_every_main_page_fits_a_phone_and_has_no_serious_accessibility_violation
     persona, request, page_for, student, ta, instructor, assignment
 ):
     job = finished_jobs(student, assignment)
+    job_row(student, assignment, status=Status.RUNNING, slurm_job_id="883", attempt=3)  # on the home page
+    assignment.course.gpu_hours_per_student = 10  # the home page's budget meter
+    assignment.course.save(update_fields=["gpu_hours_per_student"])
     page = page_for(request.getfixturevalue(persona), viewport=PHONE)
     problems = []
     for url in pages_of(persona, job):

@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from jobs.models import Status
 from tests.browser.conftest import PHONE, axe_violations
-from tests.conftest import job_row
+from tests.conftest import job_row, make_user
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -35,7 +35,14 @@ def pages_of(persona: str, job) -> list[str]:
             "/courses/cs101/assignments/hello/edit/",
             "/reports/course/cs101/",
         ],
+        "operator": ["/", "/reports/", "/cluster/associations/", f"/jobs/{job.uuid}/"],
     }[persona]
+
+
+@pytest.fixture
+def operator(db):
+    """Operations staff, in no course."""
+    return make_user("operator", is_staff=True)
 
 
 def finished_jobs(student, assignment):
@@ -50,7 +57,7 @@ def finished_jobs(student, assignment):
     )
 
 
-@pytest.mark.parametrize("persona", ["student", "ta", "instructor"])
+@pytest.mark.parametrize("persona", ["student", "ta", "instructor", "operator"])
 def test_every_main_page_fits_a_phone_and_has_no_serious_accessibility_violation(
     persona, request, page_for, student, ta, instructor, assignment
 ):

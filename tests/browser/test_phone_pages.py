@@ -75,3 +75,16 @@ def test_every_main_page_fits_a_phone_and_has_no_serious_accessibility_violation
             problems.append(f"{url} is {width} px wide; too wide: {page.evaluate(TOO_WIDE)}")
         problems += [f"{url}: {violation}" for violation in axe_violations(page)]
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("persona", ["student", "ta", "instructor", "operator"])
+def test_the_same_pages_on_a_laptop_have_no_serious_accessibility_violation(
+    persona, request, page_for, student, ta, instructor, assignment
+):
+    job = finished_jobs(student, assignment)
+    page = page_for(request.getfixturevalue(persona))
+    problems = []
+    for url in pages_of(persona, job):
+        assert page.goto(url).status == 200, url
+        problems += [f"{url}: {violation}" for violation in axe_violations(page)]
+    assert not problems, "\n".join(problems)

@@ -1,5 +1,5 @@
 """At 390 px wide (a phone) the ten main pages of each persona fit the screen, with no sideways scrolling of
-the page, and axe-core finds no critical or serious accessibility violation on them."""
+the page, and axe-core finds no critical or serious accessibility violation on them, at phone or laptop width."""
 
 import pytest
 from django.utils import timezone

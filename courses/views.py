@@ -42,7 +42,11 @@ def _preview(assignment) -> str:
 @require_GET
 @login_required
 def course_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "courses/course_list.html", {"enrollments": enrollment_list(user=request.user)})
+    """The home page: active jobs, each course with its next lab and budget, recent failures."""
+    courses = [
+        (enrollment, lab_session_next(course=enrollment.course)) for enrollment in enrollment_list(user=request.user)
+    ]
+    return render(request, "courses/course_list.html", {"courses": courses})
 
 
 @require_GET

@@ -377,6 +377,20 @@ CATALOGUE: tuple[Rule, ...] = (
 )
 
 
+def explanation_label(key: str) -> str:
+    """The human title of an explanation key ("cuda-out-of-memory" -> "The GPU ran out of memory"); a key the
+    catalogue no longer has reads as itself, no key as "No explanation"."""
+    if not key:
+        return "No explanation"
+    return next((rule.title for rule in CATALOGUE if rule.key == key), key)
+
+
+def failure_explanation_choices() -> list[tuple[str, str]]:
+    """(key, title) of the explanations a failed or refused job can have, for a filter."""
+    ended_badly = {Status.FAILED, Status.REJECTED}
+    return [(rule.key, rule.title) for rule in CATALOGUE if rule.statuses & ended_badly]
+
+
 @dataclass(frozen=True)
 class Explanation:
     key: str

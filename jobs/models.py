@@ -137,6 +137,11 @@ class Job(models.Model):
         return f"{self.assignment} job {self.uuid}"
 
     @property
+    def title(self) -> str:
+        """How pages name the job: its assignment and attempt, "Lab 1: Hello, GPU · attempt 2"."""
+        return f"{self.assignment.title} · attempt {self.attempt}"
+
+    @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 

@@ -41,22 +41,33 @@ def job_list(*, user, course_slug: str = "") -> QuerySet[Job]:
     return jobs.order_by("-created_at")
 
 
-def job_list_for_course(*, course: Course, status: str = "") -> QuerySet[Job]:
+def job_list_for_course(*, course: Course, status: str = "", assignment: str = "", student: str = "") -> QuerySet[Job]:
     jobs = Job.objects.filter(assignment__course=course).select_related("assignment__course", "user")
     if status:
         jobs = jobs.filter(status=status)
-    return jobs.order_by("-created_at")
+    return _matching(jobs, assignment=assignment, student=student).order_by("-created_at")
 
 
 def job_list_failed(*, course: Course, assignment: str = "", explanation: str = "", student: str = "") -> QuerySet[Job]:
     jobs = Job.objects.filter(assignment__course=course, status__in=FAILED).select_related("assignment__course", "user")
-    if assignment:
-        jobs = jobs.filter(assignment__slug=assignment)
     if explanation:
         jobs = jobs.filter(explanation_key=explanation)
+    return _matching(jobs, assignment=assignment, student=student).order_by("-created_at")
+
+
+def _matching(jobs: QuerySet[Job], *, assignment: str, student: str) -> QuerySet[Job]:
+    """Jobs of one assignment (its slug) and of students whose username, cluster username or name contains
+    `student` (any case)."""
+    if assignment:
+        jobs = jobs.filter(assignment__slug=assignment)
     if student:
-        jobs = jobs.filter(Q(user__username=student) | Q(run_as=student))
-    return jobs.order_by("-created_at")
+        jobs = jobs.filter(
+            Q(user__username__icontains=student)
+            | Q(run_as__icontains=student)
+            | Q(user__first_name__icontains=student)
+            | Q(user__last_name__icontains=student)
+        )
+    return jobs
 
 
 def failure_counts(*, course: Course, days: int) -> list[dict]:
@@ -79,6 +90,19 @@ def job_attempts(*, job: Job) -> list[Job]:
 
 
 LIVE = (Status.QUEUED, Status.SUBMITTING, Status.PENDING, Status.RUNNING)
+
+
+def job_list_active(*, user, limit: int = 20) -> list[Job]:
+    """The user's jobs waiting or running now, newest first (at most `limit`)."""
+    jobs = Job.objects.filter(user=user, status__in=LIVE).select_related("assignment__course")
+    return list(jobs.order_by("-created_at")[:limit])
+
+
+def job_list_recent_failures(*, user, days: int = 14, limit: int = 5) -> list[Job]:
+    """The user's failed or refused attempts of the last `days` days, newest first (at most `limit`)."""
+    since = timezone.now() - timedelta(days=days)
+    jobs = Job.objects.filter(user=user, status__in=FAILED, created_at__gte=since).select_related("assignment__course")
+    return list(jobs.order_by("-created_at")[:limit])
 
 
 def student_live_jobs(*, user, course: Course) -> int:

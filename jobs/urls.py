@@ -1,14 +1,17 @@
 from django.urls import path
 
-from jobs import views
+from jobs import list_views, views
 
 app_name = "jobs"
 
 urlpatterns = [
-    path("", views.job_list_view, name="job-list"),
+    path("", list_views.job_list_view, name="job-list"),
     path("submit/<slug:slug>/<slug:assignment_slug>/", views.job_create, name="job-create"),
-    path("course/<slug:slug>/", views.course_jobs, name="course-jobs"),
-    path("course/<slug:slug>/failed/", views.course_failures, name="course-failures"),
+    path("course/<slug:slug>/", list_views.course_jobs, name="course-jobs"),
+    path("course/<slug:slug>/jobs.csv", list_views.course_jobs_csv, name="course-jobs-csv"),
+    path("course/<slug:slug>/failed/", list_views.course_failures, name="course-failures"),
+    path("course/<slug:slug>/failed.csv", list_views.course_failures_csv, name="course-failures-csv"),
+    path("active/", list_views.active_jobs_part, name="active-jobs"),
     path("help/retries/", views.retry_help, name="retry-help"),
     path("<uuid:job_uuid>/", views.job_detail, name="job-detail"),
     path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),

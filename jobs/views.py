@@ -13,19 +13,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.forms import SubmissionForm, new_submission_key, submission_key
-from courses.models import STAFF_ROLES, Role
+from courses.models import Role
 from courses.selectors import assignment_get, course_get_for_user
 from jobs import files
 from jobs.explanations import explain, hint_messages, status_text
 from jobs.forms import NoteForm, RetryForm
-from jobs.models import ACTIVE_IN_SLURM, Job, Status
+from jobs.models import ACTIVE_IN_SLURM, Job
 from jobs.selectors import (
-    failure_counts,
     job_attempts,
     job_get_for_user,
-    job_list,
-    job_list_failed,
-    job_list_for_course,
     job_script_change,
 )
 from jobs.services import (
@@ -100,26 +96,6 @@ def _course_for_submit(request: HttpRequest, slug: str):
                 "to add you to the roster again."
             )
         raise
-
-
-@require_GET
-@login_required
-def job_list_view(request: HttpRequest) -> HttpResponse:
-    course_slug = _query_text(request, "course")
-    jobs = job_list(user=request.user, course_slug=course_slug)[:200]
-    courses = {e.course.slug: e.course for e in request.user.enrollments.select_related("course")}
-    context = {"jobs": jobs, "courses": courses.values(), "course_slug": course_slug}
-    return render(request, "jobs/job_list.html", context)
-
-
-@require_GET
-@login_required
-def course_jobs(request: HttpRequest, slug: str) -> HttpResponse:
-    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
-    status = request.GET.get("status", "")
-    jobs = job_list_for_course(course=course, status=status if status in Status.values else "")[:500]
-    context = {"course": course, "jobs": jobs, "status": status, "statuses": Status.choices}
-    return render(request, "jobs/course_jobs.html", context)
 
 
 def _detail_context(request: HttpRequest, job: Job) -> dict:
@@ -281,35 +257,12 @@ def job_log(request: HttpRequest, job_uuid: UUID, stream: str) -> HttpResponse:
     return render(request, "jobs/job_log.html", context)
 
 
-def _query_text(request: HttpRequest, key: str) -> str:
-    """A filter from the query string. PostgreSQL text cannot hold NUL, so no stored value has one and a
-    query holding one would fail: NUL characters are dropped."""
-    return request.GET.get(key, "").replace("\x00", "")
-
-
 def _page_number(raw: str) -> int:
     """A ?page= value: digits only (past the last page reads the last page), anything else is not a page."""
     page = (int(raw) if len(raw) <= 18 else sys.maxsize) if PAGE_RE.fullmatch(raw) else 0
     if page < 1:
         raise Http404("No such page.")
     return page
-
-
-@require_GET
-@login_required
-def course_failures(request: HttpRequest, slug: str) -> HttpResponse:
-    """The TAs' triage list: failed attempts of the course, newest first, with filters."""
-    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
-    filters = {key: _query_text(request, key) for key in ("assignment", "explanation", "student")}
-    jobs = job_list_failed(course=course, **filters)[:300]
-    context = {
-        "course": course,
-        "jobs": jobs,
-        "filters": filters,
-        "counts": failure_counts(course=course, days=7),
-        "assignments": course.assignments.all(),
-    }
-    return render(request, "jobs/course_failures.html", context)
 
 
 @require_GET

@@ -380,6 +380,9 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
 # Who people are told to contact when something keeps failing (error pages, job failure explanations).
 LABQUEUE_SUPPORT_CONTACT = env("LABQUEUE_SUPPORT_CONTACT", "your TA or instructor")
 
+# Site notice: one line operators set (maintenance, an outage), shown at the top of every page; empty shows none.
+LABQUEUE_SITE_NOTICE = env("LABQUEUE_SITE_NOTICE", "")
+
 # Logs: one line per record on stderr for web, worker and beat alike. "json" (the default outside the demo):
 # time (UTC, ISO 8601), level, logger, message, and request_id / job where known (portal/logs.py);
 # "text": the same fields for a person reading a terminal.

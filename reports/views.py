@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET
 
 from courses.models import STAFF_ROLES
 from courses.selectors import course_get_for_user
+from portal.spreadsheet import spreadsheet_safe
 from reports.course_report import course_report
 from reports.forms import course_default_first, overview_default_first, range_from_request
 from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, usage_overview
@@ -55,18 +56,6 @@ def course_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
     ]
     writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
     return response
-
-
-#: A spreadsheet reads a cell starting with one of these as a formula (OWASP, "CSV Injection").
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(cell: str) -> str:
-    """The cell as text a spreadsheet shows and never runs: a leading single quote before a formula start.
-
-    (defusedcsv leaves tab and carriage return alone, so the rule is written out here.)
-    """
-    return f"'{cell}" if cell.startswith(FORMULA_STARTS) else cell
 
 
 @require_GET

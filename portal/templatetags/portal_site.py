@@ -17,3 +17,9 @@ def labqueue_version() -> str:
 @register.simple_tag
 def support_contact() -> str:
     return settings.LABQUEUE_SUPPORT_CONTACT
+
+
+@register.simple_tag
+def site_notice() -> str:
+    """What operators want everyone to know now (LABQUEUE_SITE_NOTICE), or ""."""
+    return settings.LABQUEUE_SITE_NOTICE.strip()

@@ -123,7 +123,11 @@ def test_lab_pages_answer_only_their_methods(client, instructor, course):
 def test_students_see_when_the_next_lab_is(client, student, course, assignment):
     LabSession.objects.create(course=course, starts_at=SOON, ends_at=SOON + timedelta(hours=2))
     client.force_login(student)
-    expected = f"Next lab session: {SOON:%a %Y-%m-%d %H:%M}–{SOON + timedelta(hours=2):%H:%M}"
+    start, end = timezone.localtime(SOON), timezone.localtime(SOON + timedelta(hours=2))
+    expected = (
+        f'Next lab session: <time datetime="{start.isoformat()}">{start:%Y-%m-%d %H:%M %Z}</time> to '
+        f'<time datetime="{end.isoformat()}">{end:%Y-%m-%d %H:%M %Z}</time>'
+    )
     assert expected in client.get(reverse("courses:course-detail", args=["cs101"])).content.decode()
     assert expected in client.get(reverse("courses:assignment-detail", args=["cs101", "hello"])).content.decode()
 

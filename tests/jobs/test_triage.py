@@ -41,8 +41,8 @@ def test_the_failed_jobs_view_lists_failures_with_counts_and_filters(client, ta,
     assert page.status_code == 200
     assert len(page.context["jobs"]) == 3
     assert page.context["counts"] == [
-        {"explanation_key": "timeout", "count": 2},
-        {"explanation_key": "module-not-found", "count": 1},
+        {"explanation_key": "timeout", "count": 2, "label": "The job ran out of time"},
+        {"explanation_key": "module-not-found", "count": 1, "label": "A Python module is missing"},
     ]
     assert len(client.get(url + "?explanation=timeout").context["jobs"]) == 2
     assert len(client.get(url + "?assignment=other").context["jobs"]) == 1

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from courses.models import Hint
 from jobs.models import Job, Status
@@ -68,6 +69,7 @@ def test_a_pattern_that_backtracks_on_a_large_log_is_cut_off_not_hanging_the_pag
         script="",
         workdir=str(workdir),
         status=Status.FAILED,
+        submitted_at=timezone.now(),  # it ran: its page reads its output
     )
     client.force_login(student)
     page = client.get(reverse("jobs:job-detail", args=[job.uuid]))

@@ -20,7 +20,7 @@ COVERAGE :=
 COVERAGE_CRITICAL := @echo "coverage floors: checked only when the whole suite runs"
 endif
 
-.PHONY: demo test lint mutate prereqs cluster services venv clean-venv
+.PHONY: demo test lint mutate prereqs cluster services venv clean-venv slurm24 slurm24-down
 
 demo: prereqs venv cluster services
 	scripts/demo
@@ -46,6 +46,13 @@ cluster:
 
 services:
 	scripts/services up
+
+# A second lab cluster with Slurm 24.11 in a Debian 13 root beside the host's (README, "Slurm versions").
+slurm24:
+	scripts/slurm24 up
+
+slurm24-down:
+	scripts/slurm24 down
 
 venv: $(VENV)/.installed
 

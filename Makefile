@@ -34,8 +34,10 @@ test: prereqs venv cluster services lint
 # The Slurm-facing tests against the Slurm 24.11 cluster of scripts/slurm24 (README, "Slurm versions"): the
 # adapter and the tests' own checks run that cluster's client tools through scripts/slurm24-tool.
 SLURM24_ENV := LABQUEUE_SLURM_BIN_DIR=/usr/local/libexec/labqueue-slurm24/bin \
-	LABQUEUE_LAB_SLURM_CONF=/var/lib/labqueue/trixie/var/lib/labqueue/labcluster/etc/slurm.conf
-SLURM24_TESTS ?= tests/slurm
+	LABQUEUE_LAB_SLURM_CONF=/var/lib/labqueue/trixie/var/lib/labqueue/labcluster/etc/slurm.conf \
+	LABQUEUE_LAB_CONTROL="scripts/slurm24 labcluster"
+SLURM24_TESTS ?= tests/slurm tests/jobs tests/clusterpolicy tests/reports/test_reports_ingest.py \
+	tests/reports/test_reports_reconciliation.py tests/reports/test_health.py
 
 test-slurm24: prereqs venv services slurm24
 	$(TEST_ENV) $(SLURM24_ENV) $(VENV)/bin/pytest $(SLURM24_TESTS) $(PYTEST_ARGS)

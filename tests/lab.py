@@ -2,7 +2,8 @@
 
 The host's own cluster by default: the tools on PATH and /etc/slurm/slurm.conf. `make test-slurm24` points
 both at the Slurm 24.11 cluster of scripts/slurm24: LABQUEUE_SLURM_BIN_DIR (the adapter reads the same
-variable through settings) and LABQUEUE_LAB_SLURM_CONF (that cluster's slurm.conf as the host sees it).
+variable through settings), LABQUEUE_LAB_SLURM_CONF (that cluster's slurm.conf as the host sees it) and
+LABQUEUE_LAB_CONTROL (the command that runs scripts/labcluster for that cluster: `scripts/slurm24 labcluster`).
 Read from the environment, not from settings: tests change settings.SLURM_BIN_DIR to break the adapter on
 purpose, and the helpers that check or clean up after it must still reach the lab.
 """
@@ -10,7 +11,11 @@ purpose, and the helpers that check or clean up after it must still reach the la
 from __future__ import annotations
 
 import os
+import shlex
+import subprocess
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def slurm_tool(name: str) -> str:
@@ -22,3 +27,9 @@ def slurm_tool(name: str) -> str:
 def lab_slurm_conf() -> Path:
     """The lab cluster's slurm.conf (symbolic links resolved); gres.conf is beside it."""
     return Path(os.environ.get("LABQUEUE_LAB_SLURM_CONF") or "/etc/slurm/slurm.conf").resolve()
+
+
+def labcluster(*args: str) -> None:
+    """Run the lab cluster's `scripts/labcluster ARGS` (e.g. "fail-node", "gpu2") for the cluster under test."""
+    command = shlex.split(os.environ.get("LABQUEUE_LAB_CONTROL") or "scripts/labcluster")
+    subprocess.run([*command, *args], check=True, cwd=REPO)

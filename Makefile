@@ -8,7 +8,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TEST_DATABASE_URL ?= postgresql://labqueue:labqueue@127.0.0.1:5432/labqueue
 
-TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/15 LABQUEUE_SECRET_KEY=test-only-secret
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+
+TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=$(TEST_REDIS_URL) LABQUEUE_SECRET_KEY=test-only-secret
 # Coverage floors (branch coverage), enforced when the whole suite runs: 90% on the app,
 # 95% on the critical paths below.
 CRITICAL := jobs/services.py,jobs/dispatch.py,jobs/models.py,jobs/workdir.py,jobs/files.py,jobs/uploads.py,slurm/*,courses/scripting.py,courses/policy.py,courses/roster.py,clusterpolicy/associations.py,clusterpolicy/plan.py,clusterpolicy/labs.py,portal/auth.py,portal/sso.py,portal/identity.py,courses/patterns.py,jobs/enqueue.py,reports/queries.py,reports/reconciliation.py
@@ -20,7 +22,7 @@ COVERAGE :=
 COVERAGE_CRITICAL := @echo "coverage floors: checked only when the whole suite runs"
 endif
 
-.PHONY: demo test lint mutate prereqs cluster services venv clean-venv
+.PHONY: demo test test-slurm24 lint mutate prereqs cluster services venv clean-venv slurm24 slurm24-down
 
 demo: prereqs venv cluster services
 	scripts/demo
@@ -28,6 +30,17 @@ demo: prereqs venv cluster services
 test: prereqs venv cluster services lint
 	$(TEST_ENV) $(VENV)/bin/pytest $(COVERAGE) $(PYTEST_ARGS)
 	$(COVERAGE_CRITICAL)
+
+# The Slurm-facing tests against the Slurm 24.11 cluster of scripts/slurm24 (README, "Slurm versions"): the
+# adapter and the tests' own checks run that cluster's client tools through scripts/slurm24-tool.
+SLURM24_ENV := LABQUEUE_SLURM_BIN_DIR=/usr/local/libexec/labqueue-slurm24/bin \
+	LABQUEUE_LAB_SLURM_CONF=/var/lib/labqueue/trixie/var/lib/labqueue/labcluster/etc/slurm.conf \
+	LABQUEUE_LAB_CONTROL="scripts/slurm24 labcluster"
+SLURM24_TESTS ?= tests/slurm tests/jobs tests/clusterpolicy tests/reports/test_reports_ingest.py \
+	tests/reports/test_reports_reconciliation.py tests/reports/test_health.py
+
+test-slurm24: prereqs venv services slurm24
+	$(TEST_ENV) $(SLURM24_ENV) $(VENV)/bin/pytest $(SLURM24_TESTS) $(PYTEST_ARGS)
 
 # Mutation testing of the critical paths (slow: see README); MUTANTS='jobs.workdir*' narrows it.
 mutate: prereqs venv cluster services
@@ -46,6 +59,13 @@ cluster:
 
 services:
 	scripts/services up
+
+# A second lab cluster with Slurm 24.11 in a Debian 13 root beside the host's (README, "Slurm versions").
+slurm24:
+	scripts/slurm24 up
+
+slurm24-down:
+	scripts/slurm24 down
 
 venv: $(VENV)/.installed
 

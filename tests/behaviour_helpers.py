@@ -27,6 +27,7 @@ from jobs.models import Job, Status
 from jobs.workdir import staging_dir
 from portal.celery import app
 from tests.conftest import dispatch, submit_form, wait_for_status
+from tests.lab import lab_slurm_conf, slurm_tool
 from tests.service_account import SERVICE_ACCOUNT
 
 T = TypeVar("T")
@@ -35,7 +36,8 @@ CS102_USERS = ["student1", "student2", "student3", "student4"]
 
 
 def slurm(*argv: str, check: bool = True) -> str:
-    """Run a Slurm tool as root and return its stdout."""
+    """Run the lab's Slurm tool as root and return its stdout."""
+    argv = (slurm_tool(argv[0]), *argv[1:])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=SLURM_ENV, cwd="/tmp")
     if check and done.returncode != 0:
         raise AssertionError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
@@ -134,7 +136,7 @@ def slurm_conf_with(folder: Path, **settings: str | int) -> str:
     """A copy of the lab's slurm.conf (and gres.conf) in `folder` with some settings replaced, for
     SLURM_CONF. `folder` must be readable by the students: commands run as them read it too (pytest's
     tmp_path is not, and a Slurm tool that cannot read its configuration hangs until the runner's timeout)."""
-    source = Path("/etc/slurm/slurm.conf").resolve()
+    source = lab_slurm_conf()
     lines = [line for line in source.read_text().splitlines() if line.split("=", 1)[0] not in settings]
     folder.mkdir(mode=0o755, parents=True, exist_ok=True)
     (folder / "slurm.conf").write_text("\n".join(lines + [f"{key}={value}" for key, value in settings.items()]) + "\n")

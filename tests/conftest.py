@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from courses.models import Assignment, Course, Dataset, Role
 from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
+from tests.lab import slurm_tool
 from tests.local_passwords import local_passwords_on  # noqa: F401 (a fixture for every test)
 
 JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
@@ -105,14 +106,14 @@ def cancel_jobs_under(root: Path) -> None:
     directory is under the test's own job root (other tests' and other runs' jobs are left alone)."""
     try:
         listing = subprocess.run(
-            ["squeue", "-h", "-a", "-o", "%i|%Z"], capture_output=True, text=True, timeout=15, check=True
+            [slurm_tool("squeue"), "-h", "-a", "-o", "%i|%Z"], capture_output=True, text=True, timeout=15, check=True
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return  # the cluster is down: nothing of ours can be running either
     rows = (line.partition("|") for line in listing.splitlines())
     ours = [job_id for job_id, _, workdir in rows if workdir == str(root) or workdir.startswith(f"{root}/")]
     if ours:
-        subprocess.run(["scancel", *ours], capture_output=True, timeout=15, check=False)
+        subprocess.run([slurm_tool("scancel"), *ours], capture_output=True, timeout=15, check=False)
 
 
 def job_row(user, assignment, **fields) -> Job:

@@ -20,6 +20,7 @@ from jobs.explanations import explain
 from jobs.models import Job, Status
 from slurm import accounts, runner
 from tests.conftest import ECHO_SCRIPT, PARAMETERS, make_user, submit_form
+from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 
@@ -131,7 +132,7 @@ def sbatch_as_student4(*options: str) -> subprocess.CompletedProcess:
         "-u",
         "student4",
         "--",
-        "sbatch",
+        slurm_tool("sbatch"),
         "--parsable",
         "--export=NONE",
         "--account=cs102",

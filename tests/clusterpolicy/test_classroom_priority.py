@@ -20,6 +20,7 @@ from jobs.dispatch import jobs_sync
 from jobs.models import Job, Status
 from slurm import reservations, runner
 from tests.conftest import dispatch, make_user, submit_form, wait_for_status
+from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 
@@ -32,7 +33,7 @@ def research_job(seconds: int) -> str:
         "-u",
         "researcher1",
         "--",
-        "sbatch",
+        slurm_tool("sbatch"),
         "--parsable",
         "--export=NONE",
         "--account=research",

@@ -23,6 +23,7 @@ from tests.behaviour_helpers import (
     wait_until,
 )
 from tests.conftest import submit_form, wait_for_status
+from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -147,7 +148,7 @@ def fill_node(node: str) -> str:
         "-u",
         "researcher1",
         "--",
-        "sbatch",
+        slurm_tool("sbatch"),
         "--parsable",
         "--export=NONE",
         "--account=research",

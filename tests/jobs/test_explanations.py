@@ -143,20 +143,19 @@ def test_a_held_job_explains_why_it_waits(client, student, course):
 
 
 def test_a_job_on_a_node_that_fails_is_explained_as_not_the_students_fault(client, student, course):
-    import subprocess
-
     import slurm
+    from tests.lab import labcluster
 
     Assignment.objects.create(course=course, slug="node", title="Node", script_template="sleep 300\n", gpus=0)
     client.force_login(student)
     client.post(reverse("jobs:job-create", args=["cs101", "node"]), submit_form(gpus="0"))
     job = wait_for_status(dispatch(Job.objects.get()), Status.RUNNING)
     node = slurm.queue()[job.slurm_job_id].nodes
-    subprocess.run(["scripts/labcluster", "fail-node", node], check=True)
+    labcluster("fail-node", node)
     try:
         job = wait_for_status(job, Status.FAILED, timeout=150)
     finally:
-        subprocess.run(["scripts/labcluster", "restore-node", node], check=True)
+        labcluster("restore-node", node)
     assert job.slurm_state == "NODE_FAIL"
     page = explanation_on_page(client, job)
     assert "The computer running your job failed" in page

@@ -51,6 +51,7 @@ def test_when_slurm_does_not_answer_the_mark_stays_and_the_next_cycle_catches_up
     job_id = outside_job()
     wait_in_sacct(job_id)
 
+    lab_tools = settings.SLURM_BIN_DIR
     settings.SLURM_BIN_DIR = str(tmp_path)  # no sacct there: the runner reports Slurm unavailable
     with pytest.raises(slurm.SlurmUnavailable):
         usage_ingest()
@@ -59,7 +60,7 @@ def test_when_slurm_does_not_answer_the_mark_stays_and_the_next_cycle_catches_up
     assert cursor.ingested_until == mark and "sacct" in cursor.last_error
     assert not UsageRecord.objects.filter(slurm_job_id=job_id).exists()
 
-    settings.SLURM_BIN_DIR = ""
+    settings.SLURM_BIN_DIR = lab_tools
     ingest_until_seen([job_id])
     cursor = AccountingCursor.objects.get()
     assert cursor.ingested_until > mark and cursor.last_error == ""

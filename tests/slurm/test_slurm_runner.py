@@ -13,6 +13,13 @@ import slurm
 from slurm import runner
 
 
+@pytest.fixture(autouse=True)
+def tools_from_path(settings) -> None:
+    """These tests run ordinary programs (sh, sleep, env) through the runner: no Slurm bin dir in front,
+    whichever cluster the suite talks to (make test-slurm24 sets one)."""
+    settings.SLURM_BIN_DIR = ""
+
+
 def test_a_command_over_its_timeout_is_unavailable_and_counted() -> None:
     before = runner.command_counts["sleep"]
     started = time.monotonic()

@@ -24,6 +24,13 @@ from slurm import runner
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def tools_from_path(settings) -> None:
+    """These tests run ordinary programs (sh, sleep, env) through the runner: no Slurm bin dir in front,
+    whichever cluster the suite talks to (make test-slurm24 sets one)."""
+    settings.SLURM_BIN_DIR = ""
+
+
 def shell(script: str) -> list[str]:
     return ["sh", "-c", script]
 

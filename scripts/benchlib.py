@@ -24,8 +24,9 @@ STATE = Path("/var/lib/labqueue/bench")
 
 #: The worker command lines of the production configuration (README, "Operations"): one worker per queue.
 WORKERS = (
-    "celery -A portal worker -Q submit --pool=threads --concurrency=8 --without-mingle --without-gossip",
-    "celery -A portal worker -Q sync,maintenance --concurrency=1 --without-mingle --without-gossip",
+    "celery -A portal worker -Q submit --concurrency=4 --without-mingle --without-gossip",
+    "celery -A portal worker -Q sync --concurrency=1 --without-mingle --without-gossip",
+    "celery -A portal worker -Q maintenance --concurrency=1 --without-mingle --without-gossip",
 )
 
 

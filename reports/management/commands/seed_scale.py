@@ -11,15 +11,16 @@ import random
 import uuid
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from courses.models import Assignment, Course, Role
 from jobs.models import Job, Status
-from reports.models import UsageRecord
+from reports.models import AccountingCursor, UsageRecord
 
 SLUG = "scale"
 ACCOUNT = "scale"
@@ -39,11 +40,20 @@ class Command(BaseCommand):
     def handle(self, *args, students: int, jobs: int, busy_student_jobs: int, **options) -> None:
         course = Course.objects.filter(slug=SLUG).first()
         if course and Job.objects.filter(assignment__course=course).count() == jobs:
-            if UsageRecord.objects.filter(account=ACCOUNT).count() == jobs:
+            cursor = AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER).exists()
+            if cursor and UsageRecord.objects.filter(account=ACCOUNT).count() == jobs:
                 self.stdout.write(f"The course '{SLUG}' is already seeded ({jobs} jobs); nothing changed.")
                 return
         with transaction.atomic():
             self._seed(students=students, jobs=jobs, busy=busy_student_jobs)
+            # Accounting copied up to now, so the course report reconciles every record as in production.
+            AccountingCursor.objects.update_or_create(
+                cluster=settings.LABQUEUE_SLURM_CLUSTER, defaults={"ingested_until": timezone.now()}
+            )
+        if connection.vendor == "postgresql":  # fresh statistics, as autovacuum would gather them
+            with connection.cursor() as cursor:
+                for model in (Job, UsageRecord, Assignment, Course):
+                    cursor.execute(f"ANALYZE {model._meta.db_table}")
         self.stdout.write(f"Seeded '{SLUG}': {students} students, {jobs} jobs, {jobs} usage records.")
 
     def _seed(self, *, students: int, jobs: int, busy: int) -> None:
@@ -105,7 +115,7 @@ class Command(BaseCommand):
             )
             records.append(
                 UsageRecord(
-                    cluster="lab",
+                    cluster=settings.LABQUEUE_SLURM_CLUSTER,
                     slurm_job_id=slurm_id,
                     submitted_at=submitted,
                     job_name=f"lq-{job_uuid}",

@@ -58,8 +58,9 @@ def _update_with_event(claimed: QuerySet[Job], values: dict, *, event: JobEvent)
     query = claimed.query.chain(sql.UpdateQuery)
     query.add_update_values(values)
     update_sql, update_params = query.get_compiler(claimed.db).as_sql()
-    columns = ("at", "from_status", "to_status", "cause", "actor_id")
-    event_values = [field.get_db_prep_save(getattr(event, field.attname), connection) for field in _event_fields()]
+    fields = [JobEvent._meta.get_field(name) for name in ("at", "from_status", "to_status", "cause", "actor")]
+    columns = [field.column for field in fields]
+    event_values = [field.get_db_prep_save(getattr(event, field.attname), connection) for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH moved AS ({update_sql} RETURNING id) "
@@ -68,10 +69,6 @@ def _update_with_event(claimed: QuerySet[Job], values: dict, *, event: JobEvent)
             [*update_params, *event_values],
         )
         return cursor.rowcount == 1
-
-
-def _event_fields():
-    return [JobEvent._meta.get_field(name) for name in ("at", "from_status", "to_status", "cause", "actor")]
 
 
 class NotEnrolled(PermissionDenied):

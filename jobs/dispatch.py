@@ -41,21 +41,34 @@ def job_dispatch(*, job_id: int) -> None:
 def _dispatch(job: Job) -> None:
     if job.status != Status.QUEUED:
         return
-    if not job_transition(
-        job=job, to=Status.SUBMITTING, cause="Sending the job to the cluster.", dispatch_owner=_this_process()
-    ):
+    first_attempt = not job.submit_attempts
+    claim = {"dispatch_owner": _this_process()}
+    if first_attempt:
+        # The usual case, read before claiming: what the claim itself records (the attempt, so a dispatch
+        # interrupted after sbatch looks the job up by name next time; the lab's reservation) and whether the
+        # job may run at all. A retried dispatch reads them after finding Slurm does not have the job yet.
+        refusal = _last_line_of_defence(job)
+        files = _job_files(job) if not refusal else []
+        claim |= {
+            "submit_attempts": 1,
+            "reservation": lab_reservation_for(course=job.assignment.course, minutes=job.minutes),
+        }
+    if not job_transition(job=job, to=Status.SUBMITTING, cause="Sending the job to the cluster.", **claim):
         return
     try:
-        slurm_id = slurm.find_by_name(job.slurm_name) if job.submit_attempts else None
+        slurm_id = None if first_attempt else slurm.find_by_name(job.slurm_name)
         if slurm_id is None:  # (a job Slurm already has is adopted whatever changed since)
-            refusal = _last_line_of_defence(job)
+            if not first_attempt:
+                refusal = _last_line_of_defence(job)
+                files = _job_files(job) if not refusal else []
             if refusal:
                 raise WorkdirError(refusal)
-            script_path = workdir_prepare(
-                workdir=job.workdir, netid=job.run_as, script=job.script, files=_job_files(job)
-            )
-            job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
-            Job.objects.filter(pk=job.pk).update(submit_attempts=F("submit_attempts") + 1, reservation=job.reservation)
+            script_path = workdir_prepare(workdir=job.workdir, netid=job.run_as, script=job.script, files=files)
+            if not first_attempt:
+                job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
+                Job.objects.filter(pk=job.pk).update(
+                    submit_attempts=F("submit_attempts") + 1, reservation=job.reservation
+                )
             slurm_id = slurm.submit(
                 slurm.JobSpec(
                     script_path=script_path,

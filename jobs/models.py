@@ -124,7 +124,12 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status"]), models.Index(fields=["user", "-created_at"])]
+        indexes = [
+            models.Index(fields=["status"]),
+            models.Index(fields=["user", "-created_at"]),
+            # The course job lists show the newest few hundred of a course's thousands of jobs.
+            models.Index(fields=["-created_at"], name="job_newest_first"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["user", "submission_key"],

@@ -34,8 +34,30 @@ def job_get_for_user(*, user, job_uuid: UUID, owner_action: bool = False, staff_
     raise Http404("No such job.")
 
 
+#: The columns a job list shows (jobs/_job_row.html, the failed-jobs table): a list of hundreds of jobs reads
+#: neither their scripts nor their accounting records.
+LIST_FIELDS = (
+    "uuid",
+    "user__username",
+    "user__first_name",
+    "user__last_name",
+    "run_as",
+    "status",
+    "slurm_job_id",
+    "created_at",
+    "attempt",
+    "explanation_key",
+    "elapsed_seconds",
+    "reviewed_at",
+    "assignment__slug",
+    "assignment__title",
+    "assignment__course__slug",
+    "assignment__course__code",
+)
+
+
 def job_list(*, user, course_slug: str = "") -> QuerySet[Job]:
-    jobs = Job.objects.filter(user=user).select_related("assignment__course")
+    jobs = Job.objects.filter(user=user).select_related("assignment__course", "user").only(*LIST_FIELDS)
     if course_slug:
         jobs = jobs.filter(assignment__course__slug=course_slug)
     return jobs.order_by("-created_at")
@@ -43,6 +65,7 @@ def job_list(*, user, course_slug: str = "") -> QuerySet[Job]:
 
 def job_list_for_course(*, course: Course, status: str = "", assignment: str = "", student: str = "") -> QuerySet[Job]:
     jobs = Job.objects.filter(assignment__course=course).select_related("assignment__course", "user")
+    jobs = jobs.only(*LIST_FIELDS)
     if status:
         jobs = jobs.filter(status=status)
     return _matching(jobs, assignment=assignment, student=student).order_by("-created_at")
@@ -50,6 +73,7 @@ def job_list_for_course(*, course: Course, status: str = "", assignment: str = "
 
 def job_list_failed(*, course: Course, assignment: str = "", explanation: str = "", student: str = "") -> QuerySet[Job]:
     jobs = Job.objects.filter(assignment__course=course, status__in=FAILED).select_related("assignment__course", "user")
+    jobs = jobs.only(*LIST_FIELDS)
     if explanation:
         jobs = jobs.filter(explanation_key=explanation)
     return _matching(jobs, assignment=assignment, student=student).order_by("-created_at")

@@ -9,7 +9,8 @@ from datetime import timedelta
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet, sql
 from django.utils import timezone
 
 from clusterpolicy.selectors import course_qos
@@ -33,16 +34,41 @@ def job_transition(*, job: Job, to: str, cause: str, actor=None, **fields) -> bo
     """
     if to not in TRANSITIONS[job.status]:
         return False
-    with transaction.atomic():
-        now = timezone.now()
-        updated = Job.objects.filter(pk=job.pk, status=job.status).update(status=to, updated_at=now, **fields)
-        if not updated:
+    now = timezone.now()
+    claimed = Job.objects.filter(pk=job.pk, status=job.status)
+    event = JobEvent(job=job, at=now, from_status=job.status, to_status=to, cause=cause, actor=actor)
+    if connection.vendor == "postgresql":
+        if not _update_with_event(claimed, {"status": to, "updated_at": now, **fields}, event=event):
             return False
-        JobEvent.objects.create(job=job, from_status=job.status, to_status=to, cause=cause, actor=actor)
+    else:
+        with transaction.atomic():
+            if not claimed.update(status=to, updated_at=now, **fields):
+                return False
+            event.save()
     job.status = to
     for name, value in fields.items():
         setattr(job, name, value)
     return True
+
+
+def _update_with_event(claimed: QuerySet[Job], values: dict, *, event: JobEvent) -> bool:
+    """The compare-and-set UPDATE and, only when it matched, the INSERT of its JobEvent, as ONE statement
+    (PostgreSQL's data-modifying WITH): atomic without a transaction of its own, one round trip where
+    BEGIN, UPDATE, INSERT, COMMIT took four. A worker sending a burst of jobs makes two per job."""
+    query = claimed.query.chain(sql.UpdateQuery)
+    query.add_update_values(values)
+    update_sql, update_params = query.get_compiler(claimed.db).as_sql()
+    fields = [JobEvent._meta.get_field(name) for name in ("at", "from_status", "to_status", "cause", "actor")]
+    columns = [field.column for field in fields]
+    event_values = [field.get_db_prep_save(getattr(event, field.attname), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH moved AS ({update_sql} RETURNING id) "
+            f"INSERT INTO {JobEvent._meta.db_table} (job_id, {', '.join(columns)}) "
+            f"SELECT id, {', '.join(['%s'] * len(columns))} FROM moved",
+            [*update_params, *event_values],
+        )
+        return cursor.rowcount == 1
 
 
 class NotEnrolled(PermissionDenied):

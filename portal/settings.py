@@ -228,6 +228,20 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A dispatch cut short counts as a local failure (LABQUEUE_DISPATCH_LOCAL_FAILURES).
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("LABQUEUE_TASK_SOFT_SECONDS", 240)
 CELERY_TASK_TIME_LIMIT = env_int("LABQUEUE_TASK_HARD_SECONDS", 300)
+
+# Celery queues: what a person waits for never waits behind slower work. `submit` sends and cancels jobs
+# (a burst before a deadline fills it), `sync` keeps job statuses and lab reservations current, and
+# maintenance, in Celery's default queue `celery` (so any task not named here, and tasks a previous release
+# left there before an upgrade), reconciles Slurm associations, ingests usage and purges files. A worker
+# started without -Q consumes all three; production runs one worker per queue (README, "Workers and queues").
+CELERY_TASK_QUEUES = {name: {"exchange": name, "routing_key": name} for name in ("submit", "sync", "celery")}
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {
+    "jobs.tasks.job_dispatch": {"queue": "submit"},
+    "jobs.tasks.job_scancel": {"queue": "submit"},
+    "jobs.tasks.jobs_sync": {"queue": "sync"},
+    "jobs.tasks.labs_tick": {"queue": "sync"},
+}
 LABQUEUE_SYNC_SECONDS = env_int("LABQUEUE_SYNC_SECONDS", 5)
 # How often the worker reconciles Slurm's associations with the course policies (LABQUEUE_SLURM_SYNC_SECONDS
 # is the old name of the setting, still read).

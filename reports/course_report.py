@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Count, Max
 from django.utils import timezone
 
-from courses.models import Course
+from courses.models import Course, Enrollment
+from jobs.models import Job
+from reports.models import AccountingCursor, UsageRecord
 from reports.queries import (
     ReportRange,
     Usage,
@@ -48,3 +54,36 @@ def course_report(*, course: Course, window: ReportRange, now: datetime | None =
         days=gpu_hours_by_day(records=records, window=window, now=now),
         reconciliation=reconciliation(course=course, window=window, now=now, slurm_side=total),
     )
+
+
+#: The longest a computed course report is shown again: running jobs' GPU-hours grow while nothing is written.
+REPORT_CACHE_SECONDS = 60
+
+
+def course_report_cached(*, course: Course, window: ReportRange) -> CourseReport:
+    """course_report, computed again as soon as anything it reads changed: the ingest cursor (every new or
+    updated accounting record comes with an ingest), the course's jobs, its roster; and at least every
+    REPORT_CACHE_SECONDS. Whenever it is computed, the reconciliation compares every record as before.
+    Four small queries when nothing changed, instead of the report's eleven over every record."""
+    key = f"course-report:{course.pk}:{window.first}:{window.last}:{_inputs_version(course)}"
+    report = cache.get(key)
+    if report is None:
+        report = course_report(course=course, window=window)
+        cache.set(key, report, REPORT_CACHE_SECONDS)
+    return dataclasses.replace(report, course=course)
+
+
+def _inputs_version(course: Course) -> str:
+    """What changes whenever the data a course report reads changes (one value per table it reads)."""
+    jobs = Job.objects.filter(assignment__course=course).order_by().aggregate(n=Count("pk"), at=Max("updated_at"))
+    records = (
+        UsageRecord.objects.filter(account=course.slurm_account).order_by().aggregate(n=Count("pk"), last=Max("pk"))
+    )
+    roster = Enrollment.objects.filter(course=course).order_by().aggregate(n=Count("pk"), last=Max("pk"))
+    cursor = (
+        AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER)
+        .values_list("ingested_until", "last_success_at")
+        .first()
+    )
+    parts = [jobs["n"], jobs["at"], records["n"], records["last"], roster["n"], roster["last"], cursor]
+    return ":".join(str(part) for part in parts).replace(" ", "_")

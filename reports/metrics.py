@@ -128,9 +128,19 @@ class PortalCollector:
     def _redis(self):
         pipe = _redis().pipeline(transaction=False)
         pipe.hgetall(COMMANDS_KEY)
-        pipe.llen(getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "celery"))
-        fields, queued = pipe.execute()
-        yield GaugeMetricFamily("labqueue_celery_queue_length", "Tasks waiting in the Celery queue.", value=queued)
+        queues = list(getattr(settings, "CELERY_TASK_QUEUES", None) or ["celery"])
+        for queue in queues:
+            pipe.llen(queue)
+        fields, *lengths = pipe.execute()
+        yield GaugeMetricFamily(
+            "labqueue_celery_queue_length", "Tasks waiting in the Celery queues (all of them).", value=sum(lengths)
+        )
+        by_queue = GaugeMetricFamily(
+            "labqueue_celery_queue_tasks", "Tasks waiting in each Celery queue.", labels=["queue"]
+        )
+        for queue, length in zip(queues, lengths, strict=True):
+            by_queue.add_metric([queue], length)
+        yield by_queue
         totals: dict[str, dict[str, float]] = {}
         for field, value in fields.items():
             tool, _, kind = field.decode().rpartition(":")

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 from courses.models import STAFF_ROLES
 from courses.selectors import course_get_for_user
 from portal.spreadsheet import spreadsheet_safe
-from reports.course_report import course_report
+from reports.course_report import course_report_cached
 from reports.forms import course_default_first, overview_default_first, range_from_request
 from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, usage_overview
 from reports.svg import gpu_hours_chart
@@ -23,7 +23,7 @@ def course_report_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Course staff only (TAs read it like instructors); students get 403, non-members 404."""
     course, role = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
     window, form = range_from_request(request.GET, default_first=course_default_first(course))
-    report = course_report(course=course, window=window)
+    report = course_report_cached(course=course, window=window)
     context = {
         "course": course,
         "role": role,
@@ -44,7 +44,7 @@ def course_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
     """The page's rows (total, per student, per assignment) as CSV, cell for cell."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
     window, _ = range_from_request(request.GET, default_first=course_default_first(course))
-    report = course_report(course=course, window=window)
+    report = course_report_cached(course=course, window=window)
     name = f"{course.slug}-usage-{window.first}-{window.last}.csv"
     response = HttpResponse(content_type="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
     writer = csv.writer(response)
@@ -64,7 +64,7 @@ def course_statement(request: HttpRequest, slug: str) -> HttpResponse:
     """A printable usage statement; money appears only as an estimate from LABQUEUE_BILLING_RATE."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
     window, form = range_from_request(request.GET, default_first=course_default_first(course))
-    report = course_report(course=course, window=window)
+    report = course_report_cached(course=course, window=window)
     rate = _billing_rate()
     rows = [(row, _estimate(row, rate)) for row in report.assignments]
     context = {

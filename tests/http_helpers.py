@@ -8,8 +8,8 @@ import redis
 import requests
 from django.conf import settings
 
-#: The Redis list kombu keeps the default Celery queue in.
-CELERY_QUEUE_KEY = "celery"
+#: The Redis lists kombu keeps the Celery queues in (portal/settings.py, CELERY_TASK_QUEUES).
+CELERY_QUEUE_KEYS = tuple(settings.CELERY_TASK_QUEUES)
 
 
 class _Tables(HTMLParser):
@@ -121,13 +121,14 @@ def celery_queue() -> redis.Redis:
 
 
 def celery_queue_clear() -> None:
-    celery_queue().delete(CELERY_QUEUE_KEY)
+    celery_queue().delete(*CELERY_QUEUE_KEYS)
 
 
 def queued_tasks() -> list[tuple[str, list, dict]]:
-    """(task name, args, kwargs) of every message waiting in the default Celery queue in Redis."""
+    """(task name, args, kwargs) of every message waiting in the Celery queues in Redis."""
     tasks = []
-    for raw in celery_queue().lrange(CELERY_QUEUE_KEY, 0, -1):
+    raws = [raw for key in CELERY_QUEUE_KEYS for raw in celery_queue().lrange(key, 0, -1)]
+    for raw in raws:
         message = json.loads(raw)
         body = message["body"]
         if message["properties"].get("body_encoding") == "base64":

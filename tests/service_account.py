@@ -168,9 +168,10 @@ class Portal:
     web: subprocess.Popen | None = None
     workers: list[subprocess.Popen] = field(default_factory=list)
 
-    def start_worker(self, **env: str) -> subprocess.Popen:
+    def start_worker(self, queues: str = "submit,sync,celery", **env: str) -> subprocess.Popen:
+        """A Celery worker consuming `queues` (all of them by default: submits, syncs and maintenance)."""
         bin_dir = Path(sys.executable).parent
-        argv = [str(bin_dir / "celery"), "-A", "portal", "worker", "--concurrency=1", "--without-mingle"]
+        argv = [str(bin_dir / "celery"), "-A", "portal", "worker", "-Q", queues, "--concurrency=1", "--without-mingle"]
         argv += ["--without-gossip", "--loglevel=INFO", f"--hostname=w{len(self.workers)}@%h"]
         worker = _start(service_argv(*argv), {**self.env, **env}, self.logs / "worker.log")
         self.workers.append(worker)

@@ -25,9 +25,12 @@ from reports.models import AccountingCursor, UsageRecord
 from reports.queries import ReportRange
 
 #: Queries for the course report page, with 3 records or 20,000: session, user, course,
-#: role, then the report (totals, per student x2, per assignment, states, chart days,
-#: cursor, portal totals, three difference lists).
-REPORT_PAGE_QUERIES = 15
+#: role, what the report reads has changed? (jobs, records, roster, cursor), then the report
+#: (totals, per student x2, per assignment, states, chart days, cursor, portal totals, three
+#: difference lists).
+REPORT_PAGE_QUERIES = 19
+#: The same page again while nothing it reads has changed: session, user, course, role, the four checks.
+REPORT_PAGE_AGAIN_QUERIES = 8
 BASE = datetime(2026, 9, 1, tzinfo=UTC)
 STATES = ["COMPLETED"] * 6 + ["FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY"]
 PORTAL_STATUS = {"COMPLETED": Status.COMPLETED, "CANCELLED": Status.CANCELLED}
@@ -135,6 +138,33 @@ def test_the_report_of_300_students_and_20000_records_costs_a_constant_number_of
             sql = query["sql"].upper()
             assert "SUM(" in sql or "COUNT(" in sql or "LIMIT 501" in sql, sql[:300]
     print(f"\n20,000 records, 300 students: {len(queries)} queries, page in {seconds:.2f}s")
+
+
+def test_the_report_shown_again_with_nothing_changed_reads_no_record_and_an_ingest_renews_it(client, db):
+    course, runs = build(students=300, records=20_000)
+    login_instructor(client, course)
+    url = report_url(date(2026, 9, 5), date(2026, 9, 19))
+    first = client.get(url)
+    with CaptureQueriesContext(connection) as queries:
+        again = client.get(url)
+    assert len(queries) == REPORT_PAGE_AGAIN_QUERIES, [query["sql"][:120] for query in queries]
+    assert again.context["report"].total == first.context["report"].total
+    assert again.context["report"].reconciliation == first.context["report"].reconciliation
+
+    inside = {"started_at__gte": BASE + timedelta(days=5), "ended_at__lt": BASE + timedelta(days=18)}
+    template = UsageRecord.objects.filter(account="big1", **inside).first()
+    UsageRecord.objects.create(
+        **{
+            **{field.attname: getattr(template, field.attname) for field in UsageRecord._meta.concrete_fields},
+            "id": None,
+            "slurm_job_id": "999999",
+            "job_id": None,
+        }
+    )
+    AccountingCursor.objects.update(ingested_until=timezone.now())  # the ingest that copied it
+    renewed = client.get(url).context["report"]
+    assert renewed.total.jobs == first.context["report"].total.jobs + 1
+    assert renewed.reconciliation != first.context["report"].reconciliation, "the new record is compared too"
 
 
 def test_a_tiny_course_costs_the_same_number_of_queries(client, db, django_assert_num_queries):

@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
 import requests
 from django.conf import settings
@@ -68,22 +67,6 @@ def wait_for(condition, what: str, log: Path, timeout: float = 60) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"{what}:\n{log.read_text(errors='replace')[-4000:]}"
         time.sleep(0.3)
-
-
-@pytest.fixture
-def empty_database() -> Iterator[str]:
-    """A PostgreSQL database of this test's own with nothing in it, on the test run's server."""
-    db = connection.settings_dict
-    assert connection.vendor == "postgresql", "the entrypoint's migrate is tested on PostgreSQL"
-    name = f"labqueue_entrypoint_{uuid.uuid4().hex[:12]}"
-    server = f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{server}/{name}"
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_migrate_migrates_an_empty_database_and_exits(empty_database):

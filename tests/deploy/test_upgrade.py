@@ -28,11 +28,10 @@ from pathlib import Path
 import psycopg
 import pytest
 import requests
-from django.db import connection
 
 from tests.behaviour_helpers import slurm_job_ids
 from tests.http_helpers import form_fields, sign_in
-from tests.service_account import REPO, _start, free_port, service_argv, service_env, service_media, stop  # noqa: F401
+from tests.service_account import REPO, _start, free_port, service_argv, service_env, stop
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
@@ -107,20 +106,6 @@ class Release:
 
 
 @pytest.fixture
-def database() -> Iterator[str]:
-    db = connection.settings_dict
-    name = f"labqueue_upgrade_{uuid.uuid4().hex[:12]}"
-    server = f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{server}/{name}"
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture
 def previous_checkout() -> Iterator[Path]:
     """The previous release, checked out beside this one where the service account can read it."""
     RELEASES.mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -153,8 +138,9 @@ def jobs(database: str) -> dict[str, tuple[str, str]]:
 
 
 def test_an_update_and_a_rolled_back_rollout_with_jobs_in_flight_lose_and_duplicate_nothing(
-    settings, tmp_path, database, previous_checkout
+    settings, tmp_path, empty_database, previous_checkout
 ):
+    database = empty_database
     env = service_env(
         settings,
         DATABASE_URL=database,

@@ -25,14 +25,20 @@ from tests.service_account import running_portal, service_media, stop  # noqa: F
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
 
+def submitted(client, student) -> Job:
+    """A job the student submitted through the form; its submit task waits in the queue for the worker the
+    test starts."""
+    celery_queue_clear()
+    client.force_login(student)
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
+    return Job.objects.get(user=student)
+
+
 @pytest.mark.usefixtures("service_media")
 def test_a_worker_killed_inside_sbatch_is_recovered_at_the_next_sweep_and_the_job_runs_once(
     client, settings, tmp_path, student, assignment, silent_controller
 ):
-    celery_queue_clear()
-    client.force_login(student)
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
-    job = Job.objects.get(user=student)
+    job = submitted(client, student)
 
     with running_portal(settings, tmp_path, workers=0) as portal:
         dying = portal.start_worker(SLURM_CONF=silent_controller, LABQUEUE_SLURM_TIMEOUT="10")
@@ -60,10 +66,7 @@ def test_a_worker_killed_before_sbatch_is_recovered_at_the_next_sweep_and_the_jo
 ):
     """An earlier attempt was interrupted, so this one first asks Slurm by name whether it has the job;
     the worker dies there, before any sbatch of this attempt."""
-    celery_queue_clear()
-    client.force_login(student)
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
-    job = Job.objects.get(user=student)
+    job = submitted(client, student)
     Job.objects.filter(pk=job.pk).update(submit_attempts=1)
 
     with running_portal(settings, tmp_path, workers=0) as portal:
@@ -89,10 +92,7 @@ def test_a_worker_killed_right_after_slurm_accepted_its_sbatch_is_adopted_by_nam
     client, settings, tmp_path, student, assignment, controller
 ):
     """slurmctld takes the job but its answer never reaches sbatch: the worker dies not knowing the job id."""
-    celery_queue_clear()
-    client.force_login(student)
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
-    job = Job.objects.get(user=student)
+    job = submitted(client, student)
 
     with running_portal(settings, tmp_path, workers=0) as portal:
         dying = portal.start_worker(SLURM_CONF=controller(drop_replies=True), LABQUEUE_SLURM_TIMEOUT="10")

@@ -1,6 +1,7 @@
 """The periodic sync costs the same number of Slurm commands for 1 job and for 50, and a cycle in which
 nothing changed the same number of SQL statements."""
 
+import time
 import uuid
 from collections import Counter
 
@@ -11,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from jobs import dispatch
 from jobs.models import Job, Status
 from slurm import runner
+from tests.behaviour_helpers import sacct_state
 from tests.conftest import job_row
 
 pytestmark = pytest.mark.slurm
@@ -36,9 +38,14 @@ def sync_commands() -> Counter:
 
 
 def cancelled_job(student, assignment) -> Job:
-    """A portal job whose Slurm job has just ended, so the sync must ask sacct about it."""
+    """A portal job whose Slurm job has just ended, so the sync must ask sacct about it (once slurmdbd has its
+    end: on a busy cluster the record can lag the cancel by a few seconds)."""
     job = held_job(student, assignment)
     runner.run(["scancel", job.slurm_job_id])
+    deadline = time.monotonic() + 60
+    while not sacct_state(job.slurm_job_id).startswith("CANCELLED"):
+        assert time.monotonic() < deadline, f"slurmdbd never recorded the cancel of {job.slurm_job_id}"
+        time.sleep(0.5)
     return job
 
 
@@ -71,7 +78,9 @@ def sync_statements() -> list[str]:
     return [query["sql"] for query in queries.captured_queries]
 
 
-def test_a_cycle_in_which_nothing_changed_writes_the_same_statements_for_1_and_for_50_jobs(student, assignment):
+def test_a_cycle_in_which_the_jobs_did_not_change_costs_the_same_few_statements_for_1_and_for_50_jobs(
+    student, assignment
+):
     created = []
     try:
         created = [held_job(student, assignment)]
@@ -82,8 +91,11 @@ def test_a_cycle_in_which_nothing_changed_writes_the_same_statements_for_1_and_f
         dispatch.jobs_sync()
         with_fifty = sync_statements()
 
-        assert len(with_one) == len(with_fifty) == 2, with_fifty  # read the active jobs, mark them checked
-        assert with_fifty[1].startswith('UPDATE "jobs_job" SET "checked_at"')
+        # One read of the active jobs and one UPDATE marking them checked; jobs whose place in the queue moved
+        # meanwhile (the cluster's other jobs started) add one bulk UPDATE, however many moved.
+        for statements in (with_one, with_fifty):
+            assert 2 <= len(statements) <= 3, statements
+            assert statements[0].startswith("SELECT") and all(sql.startswith("UPDATE") for sql in statements[1:])
         assert Job.objects.filter(checked_at=None).count() == 0
     finally:
         runner.run(["scancel", *[job.slurm_job_id for job in created]])

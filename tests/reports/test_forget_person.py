@@ -1,7 +1,8 @@
 """`manage.py forget_person NETID` on a student whose job really ran on the lab cluster, run as the service
-account: their files and personal data go, their jobs and usage stay under a pseudonym, and the course report
-(totals, per-student rows, the reconciliation with Slurm's accounting) adds up exactly as before, also after
-the next usage ingest copies their job's accounting record again.
+account (the totals test runs it in this process, where coverage measures it): their files and personal
+data go, their jobs and usage stay under a pseudonym, and the course report (totals, per-student rows, the
+reconciliation with Slurm's accounting) adds up exactly as before, also after the next usage ingest copies
+their job's accounting record again.
 """
 
 import csv
@@ -26,7 +27,7 @@ from reports.pseudonyms import pseudonym
 from reports.queries import ReportRange
 from tests.behaviour_helpers import job_that_ran
 from tests.conftest import job_row
-from tests.service_account import manage_as_service_account, service_media  # noqa: F401 (a fixture)
+from tests.service_account import manage_as_service_account, manage_in_process, service_media  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
@@ -66,7 +67,7 @@ def test_forgetting_a_student_keeps_the_course_totals_and_the_reconciliation_as_
     before = report_over(course, job)
     assert "student1" in before["students"] and before["sides"][0].jobs >= 1
 
-    done = forget(settings, "student1")
+    done = manage_in_process("forget_person", "student1")  # in this process: what coverage measures
 
     assert done.returncode == 0, done.stderr
     assert f"student1 is now {name}" in done.stdout

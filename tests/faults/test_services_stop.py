@@ -45,13 +45,14 @@ def stopped(daemon: str) -> Iterator[None]:
         yield
     finally:
         # Back, and proven to run a job again (the smoke job) before the next test uses the cluster.
-        subprocess.run(
+        up = subprocess.run(
             [str(REPO / "scripts" / "labcluster"), "up"],
-            check=True,
             capture_output=True,
+            text=True,
             timeout=300,
             env={**os.environ, "LABCLUSTER_SMOKE": "1"},
         )
+        assert up.returncode == 0, f"labcluster up failed after {daemon} stopped:\n{up.stdout}\n{up.stderr}"
         accounting_settled()
 
 

@@ -103,7 +103,9 @@ def create_argv(
             raise ValueError(f"not node names: {nodes!r}")
         argv.append(f"nodes={','.join(nodes)}")
     elif gpus:
-        argv += [f"tres=gres/gpu={int(gpus)}"]
+        # One core with each GPU: Slurm reserves only the cores asked for (one with a bare gres/gpu count),
+        # so without this a lab's students could use one of its GPUs at a time.
+        argv += [f"tres=cpu={int(gpus)},gres/gpu={int(gpus)}"]
         if partition:
             argv.append(f"partition={check_name(partition)}")
     else:

@@ -88,7 +88,7 @@ def test_with_the_gpus_strategy_a_lab_asks_for_gpus_and_stays_scheduled_while_sl
 
     creates = [command.argv for command in commands if command.argv[1:3] == ["create", "reservation"]]
     assert len(creates) == 1
-    assert creates[0][-2:] == ["tres=gres/gpu=3", "partition=gpu"]
+    assert creates[0][-2:] == ["tres=cpu=3,gres/gpu=3", "partition=gpu"]
     assert not any(arg.startswith("nodes=") for arg in creates[0])
     session.refresh_from_db()
     assert (session.state, session.message, session.reservation_active) == (State.SCHEDULED, "", False)

@@ -77,7 +77,7 @@ def test_a_node_reservation_command_names_the_account_nodes_and_times() -> None:
 def test_a_gpu_reservation_command_uses_the_tres_form_of_slurm_23_11() -> None:
     end = datetime(2026, 12, 1, 11, 0, tzinfo=UTC)
     argv = reservations.create_argv(name="lab", account="cs102", start=None, end=end, gpus=2, partition="gpu")
-    assert "tres=gres/gpu=2" in argv and "partition=gpu" in argv and not any(a.startswith("nodes=") for a in argv)
+    assert "tres=cpu=2,gres/gpu=2" in argv and "partition=gpu" in argv and not any(a.startswith("nodes=") for a in argv)
 
 
 def test_names_that_could_be_options_are_refused() -> None:

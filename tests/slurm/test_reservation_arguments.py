@@ -50,7 +50,7 @@ def test_a_reservation_of_neither_nodes_nor_gpus_is_refused() -> None:
 def test_a_gpu_reservation_without_a_partition_names_none() -> None:
     argv = reservations.create_argv(name="lab", account="cs101", start=None, end=END, gpus=3)
 
-    assert argv[-1] == "tres=gres/gpu=3"
+    assert argv[-1] == "tres=cpu=3,gres/gpu=3"
     assert not any(item.startswith("partition=") for item in argv)
 
 

@@ -1,7 +1,6 @@
 """A refused job mails its student: the refusal enqueues job_notify once the status change commits, and the
 task mails a real SMTP server what happened, why and what to do."""
 
-import pytest
 from django.urls import reverse
 
 from jobs.models import Job, NotificationPreference, Status

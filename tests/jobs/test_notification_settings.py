@@ -33,9 +33,7 @@ def test_a_student_saves_their_choices_and_is_told_so(client, student):
     response = client.post(URL, {"notify_finished": "on", "notify_refused": "on"}, follow=True)
 
     assert response.redirect_chain == [(URL, 302)]
-    assert page_messages(response) == [
-        "Your notification choices are saved. They apply to jobs that end from now on."
-    ]
+    assert page_messages(response) == ["Your notification choices are saved. They apply to jobs that end from now on."]
     preference = NotificationPreference.objects.get(user=student)
     assert (preference.notify_finished, preference.notify_failed, preference.notify_refused) == (True, False, True)
     assert ticked(response.content.decode()) == {"notify_finished", "notify_refused"}

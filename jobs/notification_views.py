@@ -24,7 +24,9 @@ class NotificationPreferenceForm(forms.ModelForm):
             "daily_digest": "A daily digest of new failed jobs in the courses I teach or assist",
         }
         help_texts = {
+            "notify_finished": "Off unless you turn it on.",
             "notify_failed": "The mail says what went wrong and what to do next.",
+            "notify_refused": "For example when you are no longer enrolled, or the cluster refuses the request.",
             "daily_digest": "One mail a day, only on days with new failures.",
         }
 

@@ -50,11 +50,24 @@ def job_notify_on_commit(*, job: Job, to: str) -> None:
 
 
 def job_notify_enqueue(job_id: int) -> None:
-    """Ask the worker to mail the job's owner (the `job_notify` task), by name: jobs.tasks imports this module."""
+    """Ask the worker to mail the job's owner (the `job_notify` task), by name: jobs.tasks imports this module.
+    A task the broker does not take marks the job (`enqueue_failed`) for `job_notify_resend`."""
     try:
         app.tasks["jobs.tasks.job_notify"].delay(job_id)
-    except OperationalError as error:  # the broker did not answer: the job is done either way
-        log.error("Could not send the job_notify task for job %s: %s", job_id, error)
+    except OperationalError as error:  # kombu's wrapper for "the broker did not answer"
+        log.error("Could not send the job_notify task for job %s (sent again later): %s", job_id, error)
+        Job.objects.filter(pk=job_id).update(enqueue_failed=True)
+
+
+def job_notify_resend() -> int:
+    """Send again the `job_notify` tasks the broker did not take (the job-notify-resend beat entry). A job
+    that ended may also carry the mark from a cancel that could not be sent: its task finds nothing to do
+    or mails once, as any."""
+    missed = list(Job.objects.filter(enqueue_failed=True, status__in=list(EVENTS)).values_list("pk", flat=True))
+    for pk in missed:
+        Job.objects.filter(pk=pk).update(enqueue_failed=False)
+        job_notify_enqueue(pk)
+    return len(missed)
 
 
 def notification_preference_get(*, user) -> NotificationPreference:

@@ -60,6 +60,12 @@ def job_notify(self, job_id: int) -> None:
 
 
 @shared_task
+def job_notify_resend() -> None:
+    """Send again the job_notify tasks the broker did not take (jobs.notifications)."""
+    notifications.job_notify_resend()
+
+
+@shared_task
 def failure_digests_send() -> None:
     """TAs' and instructors' daily mail of their courses' new failures (the failure-digests-send beat entry)."""
     notifications.failure_digests_send()

@@ -270,6 +270,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(LABQUEUE_USAGE_INGEST_SECONDS),
         "options": {"expires": float(LABQUEUE_USAGE_INGEST_SECONDS)},
     },
+    # Job notification mail whose task the broker did not take (jobs.notifications).
+    "job-notify-resend": {"task": "jobs.tasks.job_notify_resend", "schedule": 300.0, "options": {"expires": 300.0}},
     # TAs' and instructors' daily mail of new failures (jobs.notifications), at this hour of LABQUEUE_TIME_ZONE.
     "failure-digests-send": {
         "task": "jobs.tasks.failure_digests_send",

@@ -215,3 +215,45 @@ class Heartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class NotificationPreference(models.Model):
+    """Which e-mails a person wants about jobs (jobs.notifications). No row: the defaults."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    notify_finished = models.BooleanField(default=False, help_text="Mail when a job completes.")
+    notify_failed = models.BooleanField(default=True, help_text="Mail when a job fails.")
+    notify_refused = models.BooleanField(default=True, help_text="Mail when the cluster or portal refuses a job.")
+    daily_digest = models.BooleanField(default=False, help_text="TAs and instructors: a daily mail of new failures.")
+
+    def __str__(self) -> str:
+        return f"Notification choices of {self.user}"
+
+
+class JobNotification(models.Model):
+    """One mail sent about one job's end: its (job, event) row makes sending it a second time impossible."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
+    event = models.CharField(max_length=16)
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "event"], name="one_notification_per_job_event")]
+
+    def __str__(self) -> str:
+        return f"{self.event} mail for job {self.job_id}"
+
+
+class FailureDigest(models.Model):
+    """One day's failure digest to one TA or instructor: at most one a day; `until` is where the next starts."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    until = models.DateTimeField()
+    failures = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "day"], name="one_failure_digest_per_day")]
+
+    def __str__(self) -> str:
+        return f"Failure digest for {self.user} on {self.day}"

@@ -21,6 +21,7 @@ from courses.selectors import course_role, course_within_ceilings
 from courses.services import assignment_version_current
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, JobNote, Status
+from jobs.notifications import job_notify_on_commit
 from jobs.selectors import student_gpu_hours, student_live_jobs
 from jobs.workdir import job_workdir, staging_clear, staging_dir
 
@@ -48,6 +49,7 @@ def job_transition(*, job: Job, to: str, cause: str, actor=None, **fields) -> bo
     job.status = to
     for name, value in fields.items():
         setattr(job, name, value)
+    job_notify_on_commit(job=job, to=to)  # a mail to the student, if they asked for one
     return True
 
 

@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 
 from clusterpolicy import labs
-from jobs import dispatch, retention
+from jobs import dispatch, notifications, retention
 from jobs.workdir import WorkdirUnavailable
 from slurm import SlurmUnavailable
 
@@ -48,6 +48,27 @@ def jobs_sync() -> None:
     else:
         dispatch.heartbeat("jobs_sync")
     dispatch.jobs_requeue_stale()
+
+
+@shared_task(bind=True, max_retries=8)
+def job_notify(self, job_id: int) -> None:
+    """Mail the student about how their job ended (jobs.notifications); retried while the mail server fails."""
+    try:
+        notifications.job_notify(job_id=job_id)
+    except OSError as error:  # the mail server is down or refused it for now (smtplib's errors are OSErrors)
+        raise self.retry(exc=error, countdown=_backoff(self.request.retries))
+
+
+@shared_task
+def job_notify_resend() -> None:
+    """Send again the job_notify tasks the broker did not take (jobs.notifications)."""
+    notifications.job_notify_resend()
+
+
+@shared_task
+def failure_digests_send() -> None:
+    """TAs' and instructors' daily mail of their courses' new failures (the failure-digests-send beat entry)."""
+    notifications.failure_digests_send()
 
 
 @shared_task

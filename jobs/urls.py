@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import list_views, views
+from jobs import list_views, notification_views, views
 
 app_name = "jobs"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("course/<slug:slug>/failed.csv", list_views.course_failures_csv, name="course-failures-csv"),
     path("active/", list_views.active_jobs_part, name="active-jobs"),
     path("help/retries/", views.retry_help, name="retry-help"),
+    path("notifications/", notification_views.notification_settings, name="notification-settings"),
     path("<uuid:job_uuid>/", views.job_detail, name="job-detail"),
     path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),
     path("<uuid:job_uuid>/cancel/", views.job_cancel_view, name="job-cancel"),

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 from environs import Env, EnvValidationError
@@ -269,7 +270,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(LABQUEUE_USAGE_INGEST_SECONDS),
         "options": {"expires": float(LABQUEUE_USAGE_INGEST_SECONDS)},
     },
+    # Job notification mail whose task the broker did not take (jobs.notifications).
+    "job-notify-resend": {"task": "jobs.tasks.job_notify_resend", "schedule": 300.0, "options": {"expires": 300.0}},
+    # TAs' and instructors' daily mail of new failures (jobs.notifications), at this hour of LABQUEUE_TIME_ZONE.
+    "failure-digests-send": {
+        "task": "jobs.tasks.failure_digests_send",
+        "schedule": crontab(minute=0, hour=env_int("LABQUEUE_DIGEST_HOUR", 7)),
+        "options": {"expires": 3600.0},
+    },
 }
+CELERY_TIMEZONE = TIME_ZONE
 
 # Records (docs/records.md): the files of finished jobs (job directory, staged uploads) are removed this many
 # days after the job ended, by `manage.py purge_job_files` and, when it is set, by the worker every hour (the
@@ -393,6 +403,9 @@ if EMAIL_USE_TLS and EMAIL_USE_SSL:
 
 # Who people are told to contact when something keeps failing (error pages, job failure explanations).
 LABQUEUE_SUPPORT_CONTACT = env("LABQUEUE_SUPPORT_CONTACT", "your TA or instructor")
+
+# The portal's address as people reach it, for links in mail (job notifications, failure digests).
+LABQUEUE_SITE_URL = env("LABQUEUE_SITE_URL", "http://localhost:8000")
 
 # Site notice: one line operators set (maintenance, an outage), shown at the top of every page; empty shows none.
 LABQUEUE_SITE_NOTICE = env("LABQUEUE_SITE_NOTICE", "")

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Status
 from jobs.services import job_transition
+from tests.browser.conftest import axe_violations
 from tests.conftest import job_row
 
 pytestmark = pytest.mark.timeout(180)
@@ -55,3 +56,4 @@ def test_a_status_change_seen_over_three_polls_keeps_focus_and_the_open_history(
     assert page.title().startswith("Running · ")
     expect(page).to_have_title(re.compile(r"^Running · Hello GPU · attempt 1 · LabQueue$"))
     assert polls.count(304) >= 1 and set(polls) <= {200, 304}, polls
+    assert axe_violations(page) == []

@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
+from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.forms import SubmissionForm, new_submission_key, submission_key
@@ -18,7 +18,8 @@ from courses.selectors import assignment_get, course_get_for_user
 from jobs import files
 from jobs.explanations import explain, hint_messages, status_text
 from jobs.forms import NoteForm, RetryForm
-from jobs.models import ACTIVE_IN_SLURM, Job
+from jobs.live import job_live_etag, job_out_of_date
+from jobs.models import Job
 from jobs.selectors import (
     job_attempts,
     job_get_for_user,
@@ -125,22 +126,17 @@ def _detail_context(request: HttpRequest, job: Job) -> dict:
         "attempts": job_attempts(job=job),
         "retried_by": Job.objects.filter(retry_of=job).first(),
         "poll": not job.is_terminal,
-        "out_of_date": _out_of_date(job),
+        "poll_seconds": settings.LABQUEUE_POLL_SECONDS,
+        "out_of_date": job_out_of_date(job),
     }
-
-
-def _out_of_date(job: Job) -> bool:
-    """Slurm has not answered about this live job for three sync cycles: say the status is the last known."""
-    if job.status not in ACTIVE_IN_SLURM or job.checked_at is None:
-        return False
-    return (timezone.now() - job.checked_at).total_seconds() > 3 * settings.LABQUEUE_SYNC_SECONDS
 
 
 @require_GET
 @login_required
 def job_detail(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     job = job_get_for_user(user=request.user, job_uuid=job_uuid)
-    context = _detail_context(request, job)
+    etag = job_live_etag(job=job, viewer=request.user)  # before the logs are read: see jobs.live
+    context = {**_detail_context(request, job), "etag": etag}
     context["note_form"] = NoteForm()
     context["script_change"] = job_script_change(job=job)
     return render(request, "jobs/job_detail.html", context)
@@ -149,9 +145,22 @@ def job_detail(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
 @require_GET
 @login_required
 def job_status(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
-    """The live part of the job page, polled by htmx while the job is not finished."""
+    """The live part of the job page, polled by htmx while the job is not finished: 304 Not Modified when the
+    poll's If-None-Match is what the page would show now (jobs.live), which reads none of the job's files;
+    otherwise every part, each swapped in only if it changed (templates/jobs/_job_live.html).
+
+    The access check comes first, so someone else's job is a 404 whatever ETag they send. (Django's
+    @condition would compute the ETag before the view, so before the check.)"""
     job = job_get_for_user(user=request.user, job_uuid=job_uuid)
-    return render(request, "jobs/_job_live.html", _detail_context(request, job))
+    etag = job_live_etag(job=job, viewer=request.user)
+    response = get_conditional_response(request, etag=etag)
+    if response is None:
+        context = {**_detail_context(request, job), "etag": etag, "oob": True}
+        response = render(request, "jobs/_job_live.html", context)
+    if etag:
+        response["ETag"] = etag
+    patch_cache_control(response, private=True, no_cache=True)
+    return response
 
 
 @require_POST

@@ -35,13 +35,20 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def portal(transactional_db, settings, service_media, tmp_path) -> Iterator[Portal]:  # noqa: F811 (a fixture)
+def portal_env() -> dict[str, str]:
+    """More environment for the portal's processes: a test module overrides this fixture to change a setting."""
+    return {}
+
+
+@pytest.fixture
+def portal(transactional_db, settings, service_media, tmp_path, portal_env) -> Iterator[Portal]:  # noqa: F811
     """The portal's web server; it reads committed rows only, hence transactional_db. Its static files are
     collected first, as a deployment does (whitenoise serves STATIC_ROOT when DEBUG is off)."""
     static_root = service_media / "static"
     settings.STATIC_ROOT = static_root
     call_command("collectstatic", interactive=False, verbosity=0)
-    with running_portal(settings, tmp_path, workers=0, LABQUEUE_STATIC_ROOT=str(static_root)) as running:
+    env = {"LABQUEUE_STATIC_ROOT": str(static_root), **portal_env}
+    with running_portal(settings, tmp_path, workers=0, **env) as running:
         yield running
 
 

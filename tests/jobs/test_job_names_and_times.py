@@ -28,12 +28,12 @@ def title_of(html: str) -> str:
     return re.search(r"<title>(.*?)</title>", html, re.S).group(1).strip()
 
 
-def test_the_job_page_is_titled_by_assignment_and_attempt_with_its_times_and_elapsed(client, student, retried):
+def test_the_job_page_is_titled_by_status_assignment_and_attempt_with_its_times_and_elapsed(client, student, retried):
     client.force_login(student)
 
     page = client.get(reverse("jobs:job-detail", args=[retried[1].uuid])).content.decode()
 
-    assert title_of(page) == "Hello GPU · attempt 2 · LabQueue"
+    assert title_of(page) == "Completed · Hello GPU · attempt 2 · LabQueue"
     assert "<h1>Hello GPU · attempt 2</h1>" in page
     assert 'Submitted <time datetime="2026-03-02T14:05:09+00:00">2026-03-02 14:05 UTC</time>' in page
     assert 'ran for <time datetime="PT754S">12 min 34 s</time>' in page

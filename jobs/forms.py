@@ -53,10 +53,8 @@ class ResubmitForm(SubmissionForm):
             self.fields["dataset"].initial = str(job.dataset_id)
         for name, value in job.resources.items():
             self.fields[name].initial = value
-        self.fields["keep"].choices = [(name, name) for name in kept]
-        self.fields["keep"].initial = list(kept)
-        self.fields["keep"].label = f"Files kept from attempt {job.attempt}"
-        self.fields[
-            "keep"
-        ].help_text = "Untick a file to leave it out; a file you choose below replaces the one of its name."
+        keep = self.fields["keep"]
+        keep.choices, keep.initial = [(name, name) for name in kept], list(kept)
+        keep.label = f"Files kept from attempt {job.attempt}"
+        keep.help_text = "Untick a file to leave it out; a file you choose below replaces the one of its name."
         self.fields["uploads"].label = "Replacement or extra files"

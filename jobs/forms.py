@@ -42,7 +42,14 @@ class ResubmitForm(SubmissionForm):
     """The assignment's submission form, prefilled with an earlier attempt's request, plus a box per file of
     that attempt to send again (ticked unless the student unticks it or chooses a file of the same name)."""
 
-    keep = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple)
+    keep = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={
+            "invalid_choice": "The file %(value)s of that attempt is no longer kept (it was removed meanwhile); "
+            "choose it again below."
+        },
+    )
 
     def __init__(self, *args, job: Job, kept: list[str], **kwargs):
         super().__init__(*args, assignment=job.assignment, **kwargs)

@@ -4,6 +4,7 @@ kept, the course's caps and the attempt cap checked as for any submission, one j
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs.models import Job, JobEvent, Status
 from jobs.workdir import staging_dir
@@ -210,3 +211,25 @@ def test_an_attempt_without_files_says_so(client, student, assignment):
     page = client.get(url(job)).content.decode()
     assert "Attempt 1 had no uploaded files kept." in page
     assert 'name="param_EPOCHS" value="4"' in page
+
+
+def test_a_student_dropped_from_the_course_is_told_no_new_job_can_run(client, failed_job, student, course):
+    course.enrollments.filter(user=student).delete()
+    response = client.get(url(failed_job))
+    assert response.status_code == 403
+    assert "You are no longer enrolled in" in response.content.decode()
+    assert client.post(url(failed_job), edited(client, failed_job)).status_code == 403
+    assert Job.objects.count() == 1
+
+
+def test_an_attempt_whose_files_were_removed_says_to_choose_them_again(client, failed_job):
+    staging_dir(str(failed_job.uuid)).joinpath("notes.txt").unlink()
+    staging_dir(str(failed_job.uuid)).joinpath("config.txt").unlink()
+    Job.objects.filter(pk=failed_job.pk).update(files_purged_at=timezone.now())
+    page = client.get(url(failed_job)).content.decode()
+    assert "were removed under the portal's retention policy: choose them again below" in page
+    stale = client.post(url(failed_job), edited(client, failed_job, keep=["notes.txt"], param_NAME="bs16"))
+    assert stale.status_code == 400, "a form opened before the files went cannot send them"
+    assert "The file notes.txt of that attempt is no longer kept" in stale.content.decode()
+    client.post(url(failed_job), edited(client, failed_job, keep=[], param_NAME="bs16"))
+    assert staged(Job.objects.get(resubmit_of=failed_job)) == {}

@@ -1,5 +1,6 @@
 from django import forms
 
+from courses.forms import SubmissionForm
 from courses.policy import resource_problems
 from courses.scripting import Resources
 from jobs.models import Job
@@ -35,3 +36,32 @@ class RetryForm(forms.Form):
 
 class NoteForm(forms.Form):
     text = forms.CharField(label="Note to the student", max_length=4000, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class ResubmitForm(SubmissionForm):
+    """The assignment's submission form, prefilled with an earlier attempt's request, plus a box per file of
+    that attempt to send again (ticked unless the student unticks it or chooses a file of the same name)."""
+
+    keep = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        error_messages={
+            "invalid_choice": "The file %(value)s of that attempt is no longer kept (it was removed meanwhile); "
+            "choose it again below."
+        },
+    )
+
+    def __init__(self, *args, job: Job, kept: list[str], **kwargs):
+        super().__init__(*args, assignment=job.assignment, **kwargs)
+        for name in self.parameter_names:
+            if name in job.parameters:
+                self.fields[f"param_{name}"].initial = job.parameters[name]
+        if "dataset" in self.fields and job.dataset_id is not None:
+            self.fields["dataset"].initial = str(job.dataset_id)
+        for name, value in job.resources.items():
+            self.fields[name].initial = value
+        keep = self.fields["keep"]
+        keep.choices, keep.initial = [(name, name) for name in kept], list(kept)
+        keep.label = f"Files kept from attempt {job.attempt}"
+        keep.help_text = "Untick a file to leave it out; a file you choose below replaces the one of its name."
+        self.fields["uploads"].label = "Replacement or extra files"

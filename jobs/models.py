@@ -91,6 +91,14 @@ class Job(models.Model):
         related_name="retried_by",
         help_text="The attempt this one retries; each attempt is retried at most once.",
     )
+    resubmit_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="resubmissions",
+        help_text="The attempt this one was edited from (Edit and resubmit); an attempt may be edited many times.",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

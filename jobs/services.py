@@ -134,10 +134,12 @@ def _job_create(
     dataset: Dataset | None = None,
     uploads: list[UploadedFile] = (),
     retry_of: Job | None = None,
+    resubmit_of: Job | None = None,
     actor=None,
     submission_key: str = "",
 ) -> Job:
-    """`actor` is who pressed the button when it is not the student (a TA retrying for them)."""
+    """`actor` is who pressed the button when it is not the student (a TA retrying for them).
+    `resubmit_of` is the attempt an edited resubmission came from (it runs the current script)."""
     actor = actor or user
     course = assignment.course
     job_enrollment_check(user=user, course=course, actor=actor)
@@ -186,8 +188,16 @@ def _job_create(
     job.submission_key = submission_key
     if retry_of is not None:
         job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
+    elif resubmit_of is not None:
+        # The student's how-many-th job of the assignment: the number the attempt cap counts.
+        job.resubmit_of, job.attempt = resubmit_of, used + 1
     job.save()
-    cause = f"Retry of attempt {retry_of.attempt}." if retry_of else "Submitted in the portal."
+    if retry_of is not None:
+        cause = f"Retry of attempt {retry_of.attempt}."
+    elif resubmit_of is not None:
+        cause = f"Edited and resubmitted from attempt {resubmit_of.attempt}."
+    else:
+        cause = "Submitted in the portal."
     if actor.pk != user.pk:
         cause += f" Requested by {actor} on the student's behalf."
     if notice := running_notice(course=limits, live_jobs=live):
@@ -241,6 +251,34 @@ def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
             )
     except IntegrityError:
         return Job.objects.get(retry_of=job)
+
+
+def job_resubmit(
+    *,
+    job: Job,
+    user,
+    submission_key: str,
+    values: dict,
+    resources: Resources,
+    dataset: Dataset | None,
+    uploads: list,
+) -> Job:
+    """A new attempt edited from `job` (any status, even one still running: that one keeps running): the
+    parameters, data set, resources and files the student sent, checked like any submission (caps, attempt
+    cap) and run with the assignment's current script. Only the job's owner resubmits it. The form's one-time
+    `submission_key` makes a double click or a replayed POST give the one new job."""
+    if job.user_id != user.pk:
+        raise PermissionDenied("Only the student who submitted this job can resubmit it.")
+    return job_submit(
+        user=user,
+        submission_key=submission_key,
+        assignment=job.assignment,
+        values=values,
+        resources=resources,
+        dataset=dataset,
+        uploads=uploads,
+        resubmit_of=job,
+    )
 
 
 def retry_suggestion(*, job: Job, suggest: dict[str, int]) -> Resources:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import list_views, notification_views, views
+from jobs import list_views, notification_views, resubmit_views, views
 
 app_name = "jobs"
 
@@ -18,6 +18,7 @@ urlpatterns = [
     path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),
     path("<uuid:job_uuid>/cancel/", views.job_cancel_view, name="job-cancel"),
     path("<uuid:job_uuid>/retry/", views.job_retry_view, name="job-retry"),
+    path("<uuid:job_uuid>/resubmit/", resubmit_views.job_resubmit_view, name="job-resubmit"),
     path("<uuid:job_uuid>/notes/", views.job_note_create, name="job-note-create"),
     path("<uuid:job_uuid>/review/", views.job_review_view, name="job-review"),
     path("<uuid:job_uuid>/log/<str:stream>/", views.job_log, name="job-log"),

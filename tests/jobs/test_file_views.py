@@ -256,14 +256,15 @@ def test_a_notebook_over_the_cap_is_shown_as_text(client, job, monkeypatch):
     assert 'id="notebook-error"' in body and "&quot;nbformat&quot;: 4" in body
 
 
-def test_a_symlink_or_a_path_outside_the_job_is_refused_with_a_page(client, job, tmp_path):
+def test_a_symlink_a_hard_link_or_a_path_outside_the_job_is_refused_with_a_page(client, job, tmp_path):
     outside = tmp_path / "secret.png"
     outside.write_bytes(png())
     os.symlink(outside, Path(job.workdir, "leak.png"))
     os.symlink("/etc/passwd", Path(job.workdir, "leak.txt"))
     write(job, "sub/ok.txt", b"fine")
+    os.link(write(job, "linked.txt", b"two names"), Path(job.workdir, "sub", "second-name.txt"))
 
-    for name in ("leak.txt", "leak.png", "sub/../leak.txt", "../job.sh", "missing.txt"):
+    for name in ("leak.txt", "leak.png", "sub/../leak.txt", "../job.sh", "missing.txt", "linked.txt"):
         page = view(client, job, name)
         assert page.status_code == 404
         assert "There is no file at this name in this job" in page.content.decode()
@@ -300,3 +301,9 @@ def test_read_head_reads_at_most_the_limit_and_tells_the_whole_size(tmp_path):
     for unsafe in ("link.bin", "../data.bin", "missing"):
         with pytest.raises(files.UnsafePath):
             files.read_head(str(tmp_path), unsafe, 4)
+
+
+def test_the_job_page_links_each_file_to_its_view(client, job):
+    write(job, "results/metrics.csv", b"step,loss\n")
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert f'href="{reverse("jobs:job-file-view", args=[job.uuid, "results/metrics.csv"])}">View</a>' in page

@@ -51,10 +51,13 @@ def _contents(root: str, path: str, kind: str) -> dict:
             context["notebook_error"] = f"it is over {previews.NOTEBOOK_MAX_BYTES // (1024 * 1024)} MB"
         else:
             try:
-                # Sanitised by nbconvert's SanitizeHTML and then bleach over the whole body (jobs.previews).
-                return {"size": size, "notebook": mark_safe(previews.notebook_html(data))}
+                html, cells = previews.notebook_html(data)
             except previews.NotebookError as error:
                 context["notebook_error"] = str(error)
+            else:
+                # Sanitised by nbconvert's SanitizeHTML and then nh3 over the whole body (jobs.previews).
+                context.update(notebook=mark_safe(html), cells=cells, cells_max=previews.NOTEBOOK_MAX_CELLS)
+                return {"size": size, **context}
     data, size = files.read_head(root, path, previews.TEXT_MAX_BYTES)
     text = previews.as_text(data)
     context.update(size=size, text=text, cut=size > previews.TEXT_MAX_BYTES)

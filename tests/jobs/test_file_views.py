@@ -256,6 +256,54 @@ def test_a_notebook_over_the_cap_is_shown_as_text(client, job, monkeypatch):
     assert 'id="notebook-error"' in body and "&quot;nbformat&quot;: 4" in body
 
 
+def code_cell(source: str, outputs: list[dict] | None = None) -> dict:
+    return {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": source, "outputs": outputs or []}
+
+
+def markdown_cell(source: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": source}
+
+
+def test_only_the_first_cells_of_a_long_notebook_are_rendered_and_the_page_says_so(client, job, monkeypatch):
+    monkeypatch.setattr(previews, "NOTEBOOK_MAX_CELLS", 2)
+    write(job, "long.ipynb", notebook([markdown_cell("first-cell"), markdown_cell("second-cell")]))
+    write(job, "longer.ipynb", notebook([markdown_cell(f"cell-{n}-text") for n in range(3)]))
+
+    assert 'id="cut"' not in view(client, job, "long.ipynb").content.decode()
+    body = view(client, job, "longer.ipynb").content.decode()
+    assert "This notebook has 3 cells; only its first 2 are shown." in body
+    assert "cell-1-text" in body and "cell-2-text" not in body
+
+
+def html_output(kind: str, text: str) -> dict:
+    return {"output_type": "display_data", "metadata": {}, "data": {kind: text}}
+
+
+@pytest.mark.parametrize(
+    ("cap", "cell", "reason"),
+    [
+        ("NOTEBOOK_MAX_CODE", lambda n: code_cell("x" * n), "its code cells hold more than"),
+        ("NOTEBOOK_MAX_MARKUP", lambda n: markdown_cell("m" * n), "its markdown, HTML and tracebacks"),
+        ("NOTEBOOK_MAX_MARKUP", lambda n: code_cell("", [html_output("text/html", "h" * n)]), "its markdown, HTML"),
+        ("NOTEBOOK_MAX_MARKUP", lambda n: code_cell("", [html_output("text/markdown", "k" * n)]), "its markdown"),
+        (
+            "NOTEBOOK_MAX_MARKUP",
+            lambda n: code_cell("", [{"output_type": "error", "ename": "E", "evalue": "", "traceback": ["t" * n]}]),
+            "tracebacks",
+        ),
+    ],
+)
+def test_a_notebook_too_costly_to_render_is_shown_as_text(client, job, monkeypatch, cap, cell, reason):
+    monkeypatch.setattr(previews, cap, 1000)
+    write(job, "at-cap.ipynb", notebook([cell(500), cell(500)]))
+    write(job, "over-cap.ipynb", notebook([cell(500), cell(501)]))
+
+    assert 'id="notebook"' in view(client, job, "at-cap.ipynb").content.decode()
+    body = view(client, job, "over-cap.ipynb").content.decode()
+    assert 'id="notebook"' not in body and 'id="notebook-error"' in body and reason in body
+    assert "&quot;nbformat&quot;: 4" in body
+
+
 def test_a_symlink_a_hard_link_or_a_path_outside_the_job_is_refused_with_a_page(client, job, tmp_path):
     outside = tmp_path / "secret.png"
     outside.write_bytes(png())

@@ -23,8 +23,9 @@ IMAGE_MAX_BYTES = 20 * 1024 * 1024
 #: Larger notebooks are shown as the start of their text, not rendered.
 NOTEBOOK_MAX_BYTES = 5 * 1024 * 1024
 #: What nbconvert renders (with bleach and BeautifulSoup passes) takes time, so a notebook is rendered only
-#: up to these sizes and shown as text beyond them, the worst case a few seconds on a 2-core server (measured:
-#: 246 KB of code 13 s, 266 KB of markdown 1.6 s, 5 MB of printed output 2 s, 3,000 cells 13 s).
+#: up to these sizes and shown as text beyond them. Measured on a busy 2-core server: uncapped, 246 KB of code
+#: took 13 s and 3,000 cells 13 s; at the caps, 63 KB of code 3.7 s, 250 KB of markdown 2.8 s, 200 cells
+#: printing 4 MB in all 5 s.
 NOTEBOOK_MAX_CELLS = 200
 #: Characters of code-cell sources (syntax highlighting, then bleach over the highlighted HTML).
 NOTEBOOK_MAX_CODE = 64 * 1024

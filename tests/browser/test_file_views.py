@@ -49,7 +49,10 @@ def test_a_png_and_a_wide_csv_view_on_a_phone(page_for, student, job):
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], page.evaluate(TOO_WIDE)
     assert axe_violations(page) == []
 
-    assert page.goto(f"/jobs/{job.uuid}/view/results/metrics.csv").status == 200
+    assert page.goto(f"/jobs/{job.uuid}/").status == 200
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], page.evaluate(TOO_WIDE)
+    page.locator("tr", has_text="results/metrics.csv").get_by_role("link", name="View").click()
+    page.wait_for_url(f"**/jobs/{job.uuid}/view/results/metrics.csv")
     table = page.locator("#csv-table")
     assert table.is_visible()
     assert table.locator("tbody tr").count() == 200

@@ -312,7 +312,7 @@ def test_a_symlink_a_hard_link_or_a_path_outside_the_job_is_refused_with_a_page(
     write(job, "sub/ok.txt", b"fine")
     os.link(write(job, "linked.txt", b"two names"), Path(job.workdir, "sub", "second-name.txt"))
 
-    for name in ("leak.txt", "leak.png", "sub/../leak.txt", "../job.sh", "missing.txt", "linked.txt"):
+    for name in ("leak.txt", "leak.png", "sub/../leak.txt", "../job.sh", "missing.txt", "linked.txt", "sub"):
         page = view(client, job, name)
         assert page.status_code == 404
         assert "There is no file at this name in this job" in page.content.decode()
@@ -355,3 +355,13 @@ def test_the_job_page_links_each_file_to_its_view(client, job):
     write(job, "results/metrics.csv", b"step,loss\n")
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert f'href="{reverse("jobs:job-file-view", args=[job.uuid, "results/metrics.csv"])}">View</a>' in page
+
+
+def test_a_file_named_with_a_carriage_return_is_viewed_and_its_image_served_under_a_usable_name(client, job):
+    write(job, "plot\r1.png", png())
+
+    page = view(client, job, "plot\r1.png")
+    response = image(client, job, "plot\r1.png")
+
+    assert page.status_code == 200 and "<img" in page.content.decode()
+    assert response.status_code == 200 and response["Content-Disposition"] == 'inline; filename="plot_1.png"'

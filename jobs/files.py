@@ -192,6 +192,12 @@ def tail(root: str, relative: str, limit: int) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > limit
 
 
+def read_head(root: str, relative: str, limit: int) -> tuple[bytes, int]:
+    """The first `limit` bytes of a servable file under root and the file's size; raises UnsafePath otherwise."""
+    with os.fdopen(open_file(root, relative), "rb") as handle:
+        return handle.read(limit), os.fstat(handle.fileno()).st_size
+
+
 def read_page(root: str, relative: str, *, page: int, page_size: int) -> tuple[str, int, int]:
     """One page of a file from its start (1-based; past the end: the last page), the file's
     size, and the number of the page read."""

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from jobs import list_views, notification_views, resubmit_views, views
+from jobs import file_views, list_views, notification_views, resubmit_views, views
 
 app_name = "jobs"
 
@@ -23,5 +23,7 @@ urlpatterns = [
     path("<uuid:job_uuid>/review/", views.job_review_view, name="job-review"),
     path("<uuid:job_uuid>/log/<str:stream>/", views.job_log, name="job-log"),
     path("<uuid:job_uuid>/files/<path:path>", views.job_file, name="job-file"),
+    path("<uuid:job_uuid>/view/<path:path>", file_views.job_file_view, name="job-file-view"),
+    path("<uuid:job_uuid>/image/<path:path>", file_views.job_file_image, name="job-file-image"),
     path("<uuid:job_uuid>/download.zip", views.job_zip, name="job-zip"),
 ]

@@ -21,6 +21,8 @@ def job_urls(job: Job) -> list[str]:
         reverse("jobs:job-status", args=[job.uuid]),
         reverse("jobs:job-file", args=[job.uuid, "job.sh"]),
         reverse("jobs:job-zip", args=[job.uuid]),
+        reverse("jobs:job-file-view", args=[job.uuid, "job.sh"]),
+        reverse("jobs:job-file-image", args=[job.uuid, "plot.png"]),
     ]
 
 

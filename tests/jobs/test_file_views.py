@@ -354,7 +354,8 @@ def test_read_head_reads_at_most_the_limit_and_tells_the_whole_size(tmp_path):
 def test_the_job_page_links_each_file_to_its_view(client, job):
     write(job, "results/metrics.csv", b"step,loss\n")
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
-    assert f'href="{reverse("jobs:job-file-view", args=[job.uuid, "results/metrics.csv"])}">View</a>' in page
+    view = reverse("jobs:job-file-view", args=[job.uuid, "results/metrics.csv"])
+    assert f'href="{view}" aria-label="View results/metrics.csv">View</a>' in page
 
 
 def test_a_file_named_with_a_carriage_return_is_viewed_and_its_image_served_under_a_usable_name(client, job):

@@ -41,6 +41,7 @@ PARAMETERS = [
     {"name": "EPOCHS", "type": "int", "default": 3, "min": 1, "max": 10},
     {"name": "NAME", "type": "string", "default": "baseline", "pattern": ".*"},
 ]
+JOB_PAGE = re.compile(r"/jobs/[0-9a-f-]{36}/$")
 #: Live statuses the page may show before the job ends (the worker may send it before the page first loads).
 LIVE = ("Waiting to be sent to the cluster", "Being sent to the cluster", "Waiting in the cluster queue", "Running")
 
@@ -108,8 +109,9 @@ def test_a_student_submits_watches_is_mailed_views_results_and_resubmits(
     polls: list[int] = []
     page.on("response", lambda response: polls.append(response.status) if "/status/" in response.url else None)
     page.get_by_role("button", name="Submit job").click()
+    page.wait_for_url(JOB_PAGE)
     job = Job.objects.get(user=mailed_student)
-    page.wait_for_url(f"**/jobs/{job.uuid}/")
+    assert page.url.endswith(f"/jobs/{job.uuid}/")
 
     # Every status the live region shows, in order, as the page swaps it in; what it showed as each poll went.
     page.evaluate(
@@ -174,8 +176,9 @@ def test_a_student_submits_watches_is_mailed_views_results_and_resubmits(
     assert page.get_by_label("NAME").input_value() == "baseline"
     page.get_by_label("NAME").fill("wider")
     page.get_by_role("button", name="Submit as a new attempt").click()
+    page.wait_for_url(JOB_PAGE)
     new = Job.objects.get(resubmit_of=job)
-    page.wait_for_url(f"**/jobs/{new.uuid}/")
+    assert page.url.endswith(f"/jobs/{new.uuid}/")
     page.get_by_text("Attempt 2 submitted.").wait_for()
     expect(page.locator("dl.facts dd code", has_text="wider")).to_have_count(1)
     assert new.parameters == {"EPOCHS": 3, "NAME": "wider"}

@@ -133,9 +133,10 @@ def measure(name: str, text, as_json, repeat: int) -> None:
             f"  {name} {form:4}: {records:4} records, {size / 1024:8.1f} KiB; command + reading p50 {p50:6.1f} ms, "
             f"p95 {p95:6.1f} ms; CPU p50 {cpu:6.1f} ms (reading alone {read:5.1f} ms)"
         )
+    text, as_json = rows["text"], rows["json"]
     print(
-        f"  {name} json/text: time {rows['json'][2] / rows['text'][2]:.2f}x, CPU {rows['json'][4] / rows['text'][4]:.2f}x,"
-        f" bytes {rows['json'][1] / max(rows['text'][1], 1):.1f}x"
+        f"  {name} json/text: time {as_json[2] / text[2]:.2f}x, CPU {as_json[4] / text[4]:.2f}x,"
+        f" bytes {as_json[1] / max(text[1], 1):.1f}x"
     )
 
 
@@ -152,8 +153,22 @@ def main() -> None:
     try:
         for _ in range(args.jobs):
             out = run(
-                ["runuser", "-u", "researcher1", "--", tool("sbatch"), "--parsable", "--hold", "--account=research",
-                 "-J", "lq-bench-formats", "-o", "/dev/null", "--wrap", "true"]  # fmt: skip
+                [
+                    "runuser",
+                    "-u",
+                    "researcher1",
+                    "--",
+                    tool("sbatch"),
+                    "--parsable",
+                    "--hold",
+                    "--account=research",
+                    "-J",
+                    "lq-bench-formats",
+                    "-o",
+                    "/dev/null",
+                    "--wrap",
+                    "true",
+                ]
             )[0]
             ids.append(out.strip().split(";")[0])
         measure("squeue", squeue_text, squeue_json, args.repeat)

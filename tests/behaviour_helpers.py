@@ -163,6 +163,34 @@ def tasks_run_in_process() -> Iterator[None]:
         app.conf.task_always_eager, app.conf.task_eager_propagates = before
 
 
+def research_job(
+    *, gpus: int = 1, seconds: int = 300, minutes: int = 5, mem: int = 500, name: str = "lq-research", node: str = ""
+) -> str:
+    """A research group's GPU job outside any course (researcher1, account research), submitted with the
+    lab's sbatch; its Slurm job id. The caller cancels it (cancel_slurm_jobs)."""
+    argv = [
+        "runuser",
+        "-u",
+        "researcher1",
+        "--",
+        slurm_tool("sbatch"),
+        "--parsable",
+        "--export=NONE",
+        "--account=research",
+        "--partition=gpu",
+        *([f"--nodelist={node}"] if node else []),
+        f"--gres=gpu:{gpus}",
+        f"--mem={mem}",
+        "-t",
+        str(minutes),
+        f"--job-name={name}",
+        "--output=/dev/null",
+        f"--wrap=sleep {seconds}",
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", env=SLURM_ENV, check=True)
+    return done.stdout.strip().split(";")[0]
+
+
 def cancel_slurm_jobs(*, names: Sequence[str] = (), ids: Sequence[str] = ()) -> None:
     """scancel (as root) every job of these portal jobs, by name (duplicates too) and by id."""
     names = [*names, *(job.slurm_name for job in Job.objects.all())]

@@ -26,6 +26,7 @@ from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
 from tests.lab import slurm_tool
 from tests.local_passwords import local_passwords_on  # noqa: F401 (a fixture for every test)
+from tests.smtp_server import smtp_server  # noqa: F401 (a fixture for every test: a real SMTP server)
 
 JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
 REPO = Path(__file__).resolve().parent.parent

@@ -19,7 +19,6 @@ from jobs.models import Job, JobNotification, Status
 from tests.browser.conftest import axe_violations
 from tests.http_helpers import celery_queue_clear
 from tests.jobs.test_file_views import png
-from tests.smtp_server import smtp_server  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
 
@@ -47,7 +46,7 @@ LIVE = ("Waiting to be sent to the cluster", "Being sent to the cluster", "Waiti
 
 
 @pytest.fixture
-def portal_env(settings, smtp_server) -> dict[str, str]:  # noqa: F811 (a fixture)
+def portal_env(settings, smtp_server) -> dict[str, str]:
     """Polls and syncs every second; mail to the test's SMTP server; the slow periodic tasks out of the way."""
     return {
         "LABQUEUE_POLL_SECONDS": "1",
@@ -90,7 +89,7 @@ def test_a_student_submits_watches_is_mailed_views_results_and_resubmits(
     page_for,
     mailed_student,
     training,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
 ):
     celery_queue_clear()
     portal.start_worker()

@@ -5,7 +5,6 @@ starts a lab for a cs102 course, and submits class jobs through the portal. Wait
 to the test output. Everything this test makes is cancelled or deleted at the end.
 """
 
-import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -19,35 +18,16 @@ from courses.services import lab_session_schedule
 from jobs.dispatch import jobs_sync
 from jobs.models import Job, Status
 from slurm import reservations, runner
+from tests.behaviour_helpers import research_job
 from tests.conftest import dispatch, make_user, submit_form, wait_for_status
-from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 
 FILL_SECONDS = 40
 
 
-def research_job(seconds: int) -> str:
-    argv = [
-        "runuser",
-        "-u",
-        "researcher1",
-        "--",
-        slurm_tool("sbatch"),
-        "--parsable",
-        "--export=NONE",
-        "--account=research",
-        "--partition=gpu",
-        "--gres=gpu:1",
-        "--mem=500",
-        "-t",
-        "3",
-        "--job-name=lq-competing",
-        "--output=/dev/null",
-        f"--wrap=sleep {seconds}",
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", check=True)
-    return done.stdout.strip().split(";")[0]
+def competing_job(seconds: int) -> str:
+    return research_job(seconds=seconds, minutes=3, name="lq-competing")
 
 
 def squeue(ids: list[str]) -> dict[str, dict]:
@@ -113,11 +93,11 @@ def test_class_jobs_start_inside_the_lab_while_other_work_waits(db, client, caps
     Enrollment.objects.create(user=student, course=course, role=Role.STUDENT)
     fill, later, session = [], [], None
     try:
-        fill = [research_job(FILL_SECONDS) for _ in range(8)]
+        fill = [competing_job(FILL_SECONDS) for _ in range(8)]
         wait(lambda: cluster_full(fill), 90, "the fill jobs to take every free GPU")
         say("\nfill:", {job_id: (row["state"], row["nodes"] or row["reason"]) for job_id, row in squeue(fill).items()})
         filled_at = time.time()
-        later = [research_job(60) for _ in range(8)]
+        later = [competing_job(60) for _ in range(8)]
         wait(
             lambda: all(row["reason"] in ("Priority", "Resources") for row in squeue(later).values()),
             30,

@@ -7,7 +7,6 @@ the instructor Slurm's reason. The test asks the lab cluster which Slurm it runs
 """
 
 import re
-import subprocess
 from datetime import timedelta
 
 import pytest
@@ -17,9 +16,8 @@ from django.utils import timezone
 from courses.models import LabSession
 from jobs.models import Job, Status
 from jobs.tasks import job_dispatch, labs_tick
-from tests.behaviour_helpers import SLURM_ENV, cancel_slurm_jobs, reservation_text, slurm, squeue_field, wait_until
+from tests.behaviour_helpers import cancel_slurm_jobs, research_job, reservation_text, slurm, squeue_field, wait_until
 from tests.conftest import submit_form, wait_for_status
-from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -48,30 +46,6 @@ def research_jobs(db):
 def deleted(name: str) -> bool:
     slurm("scontrol", "delete", f"reservationname={name}", check=False)
     return f"ReservationName={name} " not in reservation_text(name)
-
-
-def research_gpu_job() -> str:
-    """One GPU for a research group's job, outside any course."""
-    argv = [
-        "runuser",
-        "-u",
-        "researcher1",
-        "--",
-        slurm_tool("sbatch"),
-        "--parsable",
-        "--export=NONE",
-        "--account=research",
-        "--partition=gpu",
-        "--gres=gpu:1",
-        "--mem=200",
-        "-t",
-        "5",
-        "--job-name=lq-behaviour-research",
-        "--output=/dev/null",
-        "--wrap=sleep 300",
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", env=SLURM_ENV, check=True)
-    return done.stdout.strip().split(";")[0]
 
 
 def schedule_gpu_lab(client, instructor, gpus: int) -> LabSession:
@@ -115,7 +89,7 @@ def test_a_lab_reserves_two_gpus_of_a_node_while_research_work_keeps_the_rest(
 
     # Research work fills every GPU outside the lab's two: the 6 others of the 8 (2 nodes x 4).
     for _ in range(6):
-        research_jobs.append(research_gpu_job())
+        research_jobs.append(research_job(mem=200, name="lq-behaviour-research"))
     wait_until(
         lambda: all(squeue_field(job_id, "%T") == "RUNNING" for job_id in research_jobs),
         timeout=60,
@@ -123,7 +97,7 @@ def test_a_lab_reserves_two_gpus_of_a_node_while_research_work_keeps_the_rest(
     )
     on_lab_node = [job_id for job_id in research_jobs if squeue_field(job_id, "%N") == node]
     assert len(on_lab_node) == 2, "the lab's node keeps running research work on its other 2 GPUs"
-    research_jobs.append(waiting := research_gpu_job())
+    research_jobs.append(waiting := research_job(mem=200, name="lq-behaviour-research"))
     wait_until(lambda: squeue_field(waiting, "%r") not in ("", "None"), timeout=30, what="Slurm to consider it")
     assert squeue_field(waiting, "%T") == "PENDING", "the lab's 2 GPUs are not research capacity"
 

@@ -4,7 +4,6 @@ Labs are scheduled and cancelled through the instructor's pages; the task is the
 Every reservation and job a test makes is deleted or cancelled at the end.
 """
 
-import subprocess
 from datetime import UTC, timedelta
 
 import pytest
@@ -15,15 +14,14 @@ from courses.models import LabSession
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import job_dispatch, labs_tick
 from tests.behaviour_helpers import (
-    SLURM_ENV,
     cancel_slurm_jobs,
+    research_job,
     reservation_text,
     slurm,
     squeue_field,
     wait_until,
 )
 from tests.conftest import submit_form, wait_for_status
-from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -143,27 +141,7 @@ def test_a_reservation_slurm_refuses_is_recorded_and_shown_on_the_labs_page(clie
 
 def fill_node(node: str) -> str:
     """A research job holding every GPU of `node` (started before the lab, so the lab lets it finish)."""
-    argv = [
-        "runuser",
-        "-u",
-        "researcher1",
-        "--",
-        slurm_tool("sbatch"),
-        "--parsable",
-        "--export=NONE",
-        "--account=research",
-        "--partition=gpu",
-        f"--nodelist={node}",
-        "--gres=gpu:4",
-        "--mem=500",
-        "-t",
-        "5",
-        "--job-name=lq-behaviour-fill",
-        "--output=/dev/null",
-        "--wrap=sleep 300",
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", env=SLURM_ENV, check=True)
-    return done.stdout.strip().split(";")[0]
+    return research_job(gpus=4, node=node, name="lq-behaviour-fill")
 
 
 @pytest.fixture

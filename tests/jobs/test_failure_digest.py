@@ -11,7 +11,6 @@ from jobs.notifications import failure_digests_send
 from jobs.services import job_transition
 from jobs.tasks import failure_digests_send as failure_digests_task
 from tests.conftest import job_row
-from tests.smtp_server import smtp_server  # noqa: F401 (a fixture)
 
 SITE = "https://labqueue.cs.example.edu"
 
@@ -38,7 +37,7 @@ def test_each_ta_who_asked_gets_one_mail_of_their_own_courses_failures(
     instructor,
     assignment,
     other_course,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
 ):
     other_assignment = Assignment.objects.create(course=other_course, slug="other", title="Other lab", gpus=0)
     other_course.enrollments.create(user=ta, role=Role.STUDENT)  # a student there: not their failures to see
@@ -74,7 +73,7 @@ def test_a_digest_goes_once_a_day_and_lists_each_failure_once(
     student,
     ta,
     assignment,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
 ):
     wants_digest(ta)
     first = failed(student, assignment)

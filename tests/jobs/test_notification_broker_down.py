@@ -8,7 +8,6 @@ from jobs.tasks import job_notify, job_notify_resend
 from tests.conftest import job_row
 from tests.http_helpers import celery_queue_clear, queued_tasks
 from tests.service_account import as_service_account, free_port
-from tests.smtp_server import smtp_server  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,7 +23,7 @@ def test_a_mail_task_the_broker_did_not_take_is_sent_once_it_is_back(
     settings,
     student,
     assignment,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
 ):
     student.email = "student1@cs.example.edu"
     student.save(update_fields=["email"])

@@ -8,14 +8,13 @@ from jobs.services import job_transition
 from jobs.tasks import job_notify
 from tests.conftest import dispatch, job_row, submit_form
 from tests.http_helpers import celery_queue_clear, queued_tasks
-from tests.smtp_server import smtp_server  # noqa: F401 (a fixture)
 
 
 def test_a_job_refused_because_its_student_left_the_course_mails_them_why(
     client,
     student,
     assignment,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
     django_capture_on_commit_callbacks,
 ):
     student.email = "student1@cs.example.edu"
@@ -43,7 +42,7 @@ def test_a_completed_job_mails_only_who_asked_and_a_cancelled_one_queues_no_mail
     student,
     classmate,
     assignment,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
     django_capture_on_commit_callbacks,
 ):
     for person in (student, classmate):

@@ -17,7 +17,6 @@ from jobs.tasks import job_notify
 from portal.celery import app
 from tests.conftest import job_row, submit_form, wait_for_status
 from tests.http_helpers import celery_queue_clear
-from tests.smtp_server import smtp_server  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True)]
 
@@ -65,7 +64,7 @@ def run_failing_job(client, user, course) -> Job:
     return wait_for_status(job, Status.FAILED, Status.COMPLETED, Status.REJECTED, timeout=180)
 
 
-def tasks_done_up_to_now(smtp_server, classmate, course) -> None:  # noqa: F811 (a fixture's value)
+def tasks_done_up_to_now(smtp_server, classmate, course) -> None:
     """Wait until the worker has run every task sent so far: it takes the queue in order, so once a mail about
     a job of the classmate's, asked for now, has arrived, every earlier task has run."""
     marker = job_row(classmate, course.assignments.get(slug="fails"), status=Status.FAILED)
@@ -79,7 +78,7 @@ def test_a_failed_job_mails_its_student_once_with_the_explanation_the_next_step_
     mailed_student,
     mailed_classmate,
     course,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
     worker,
 ):
     job = run_failing_job(client, mailed_student, course)
@@ -111,7 +110,7 @@ def test_a_student_who_turned_failure_mail_off_gets_none(
     mailed_student,
     mailed_classmate,
     course,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
     worker,
 ):
     client.force_login(mailed_student)
@@ -130,7 +129,7 @@ def test_a_student_who_turned_failure_mail_off_gets_none(
 def test_two_workers_mailing_about_the_same_job_at_once_send_one_mail(
     mailed_student,
     assignment,
-    smtp_server,  # noqa: F811 (a fixture)
+    smtp_server,
 ):
     job = job_row(mailed_student, assignment, status=Status.FAILED, slurm_state="FAILED", exit_code=1)
     start = threading.Barrier(2)

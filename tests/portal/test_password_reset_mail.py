@@ -1,50 +1,13 @@
 """Password reset by e-mail where local passwords are on, through a real SMTP server; none where they are off."""
 
-import email
 import re
 import time
-from email import policy
 
 import pytest
-from aiosmtpd.controller import Controller
 from django.urls import reverse
 
 from tests.conftest import make_user
 from tests.service_account import free_port
-
-
-class Mailbox:
-    """An SMTP server's handler: keeps every message it is given."""
-
-    def __init__(self) -> None:
-        self.messages: list[email.message.EmailMessage] = []
-
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 (aiosmtpd's name)
-        self.messages.append(email.message_from_bytes(envelope.content, policy=policy.default))
-        return "250 Message accepted for delivery"
-
-    def wait_for_one(self, timeout: float = 10) -> email.message.EmailMessage:
-        deadline = time.monotonic() + timeout
-        while not self.messages:
-            assert time.monotonic() < deadline, "no mail arrived"
-            time.sleep(0.05)
-        [message] = self.messages
-        return message
-
-
-@pytest.fixture
-def smtp_server(settings):
-    """A real SMTP server on 127.0.0.1, and the portal's mail settings pointing at it."""
-    mailbox = Mailbox()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST = "127.0.0.1"
-    settings.EMAIL_PORT = controller.port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.DEFAULT_FROM_EMAIL = "LabQueue <labqueue@cs.example.edu>"
-    yield mailbox
-    controller.stop()
 
 
 @pytest.fixture
@@ -59,7 +22,7 @@ def test_a_forgotten_password_is_reset_through_the_mailed_link(client, demo_user
     sent = client.post(reverse("account_reset_password"), {"email": "student7@cs.example.edu"})
     assert sent.status_code == 302
 
-    message = smtp_server.wait_for_one()
+    [message] = smtp_server.wait_for(1, timeout=10)
     assert message["To"] == "student7@cs.example.edu"
     assert message["From"] == "LabQueue <labqueue@cs.example.edu>"
     link = re.search(r"https?://testserver(/accounts/password/reset/key/\S+/)", message.get_body().get_content())

@@ -25,9 +25,11 @@ def log_lines():
     """What the portal's configured console handler (settings.LOGGING) writes, as parsed JSON lines."""
     handler = next(handler for handler in logging.getLogger().handlers if handler.get_name() == "console")
     buffer = io.StringIO()
-    previous = handler.setStream(buffer)
+    # Swapped by hand: setStream() flushes the stream it replaces, which a runner capturing output (mutmut)
+    # may already have closed.
+    previous, handler.stream = handler.stream, buffer
     yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines()]
-    handler.setStream(previous)
+    handler.stream = previous
 
 
 def test_a_request_logs_json_lines_carrying_the_request_id_it_sends_back(client, db, log_lines):

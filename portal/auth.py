@@ -53,13 +53,14 @@ def local_passwords_enabled() -> bool:
 
 
 class PasswordGateBackend(ModelBackend):
-    """Django's ModelBackend, first in AUTHENTICATION_BACKENDS: while local passwords are off, any password
-    stops authentication outright (PermissionDenied ends Django's loop over the backends), whichever form sent it."""
+    """First in AUTHENTICATION_BACKENDS, a gate and nothing more: while local passwords are off, any password
+    stops authentication outright (PermissionDenied ends Django's loop over the backends), whichever form sent it;
+    while they are on, it passes (None) and allauth's backend, a ModelBackend too, checks the password."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if password is not None and not local_passwords_enabled():
             raise PermissionDenied
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        return None
 
 
 class AccountAdapter(DefaultAccountAdapter):

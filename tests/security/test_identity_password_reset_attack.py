@@ -8,6 +8,7 @@ makes a credential. With local passwords on (the demo), a reset is still never m
 without a password of its own.
 """
 
+import logging
 import re
 
 import pytest
@@ -71,16 +72,19 @@ def test_a_roster_e_mail_does_not_let_an_instructor_take_over_a_cluster_account(
 
 
 def test_with_local_passwords_on_a_roster_account_still_gets_no_reset_mail(
-    client, live_server, course, instructor, mailoutbox, local_passwords_on
+    client, live_server, course, instructor, mailoutbox, local_passwords_on, caplog
 ):
     import_row(client, instructor, "student4")
-    assert User.objects.filter(netid="student4").exists(), "the roster made the account"
+    account = User.objects.get(netid="student4")  # the roster made the account
     browser = requests.Session()
 
-    links = reset_password_by_mail(live_server.url, browser, mailoutbox)
+    with caplog.at_level(logging.WARNING, logger="portal.auth"):
+        links = reset_password_by_mail(live_server.url, browser, mailoutbox)
     password_login(live_server.url, browser, "student4", NEW_PASSWORD)
 
     assert links == [], "the reset form answers as for any address, and mails nothing"
+    said = [record.getMessage() for record in caplog.records if record.name == "portal.auth"]
+    assert said == [f"Password reset for {account} (netid student4) not sent: no local password to reset"]
     assert not signed_in(live_server.url, browser)
     assert not User.objects.get(netid="student4").has_usable_password()
 

@@ -6,14 +6,21 @@ No cluster: no job has a Slurm id, so the sync part of the task runs no Slurm co
 commit would enqueue never fires in these tests (the test's transaction never commits): a lost task.
 """
 
+import os
+import pwd
+import socket
+import subprocess
+from datetime import timedelta
+
 from django.urls import reverse
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import jobs_sync
-from tests.behaviour_helpers import make_stale
+from tests.behaviour_helpers import as_user, make_stale
 from tests.conftest import submit_form
 from tests.http_helpers import celery_queue_clear, queued_tasks
+from tests.service_account import SERVICE_ACCOUNT
 
 
 def submit(client) -> Job:
@@ -66,3 +73,56 @@ def test_the_sweep_leaves_finished_jobs_alone(client, student, assignment):
 
     assert queued_tasks() == []
     assert Job.objects.get(pk=job.pk).updated_at == before, "its page's live status has nothing new to show"
+
+
+def sending_since(client, owner: str, settings) -> Job:
+    """A job a worker process (`owner`, "host:pid") started sending longer ago than sbatch's own timeout, but
+    not as long ago as LABQUEUE_RESUBMIT_AFTER_SECONDS."""
+    job = submit(client)
+    since = timezone.now() - timedelta(seconds=settings.SLURM_COMMAND_TIMEOUT + 5)
+    Job.objects.filter(pk=job.pk).update(status=Status.SUBMITTING, dispatch_owner=owner, updated_at=since)
+    return job
+
+
+def ended_process() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_the_sweep_resends_at_once_a_job_whose_sending_process_died_on_this_host_and_only_that_one(
+    client, student, assignment, settings
+):
+    settings.LABQUEUE_RESUBMIT_AFTER_SECONDS = 3600
+    client.force_login(student)
+    host = socket.gethostname()
+    died = sending_since(client, f"{host}:{ended_process()}", settings)
+    alive = sending_since(client, f"{host}:{os.getpid()}", settings)
+    elsewhere = sending_since(client, f"another-host:{ended_process()}", settings)
+    unreadable = sending_since(client, f"{host}:not-a-pid", settings)
+    celery_queue_clear()
+
+    jobs_sync()
+
+    assert queued_tasks() == [("jobs.tasks.job_dispatch", [died.pk], {})]
+    celery_queue_clear()
+    statuses = dict(Job.objects.values_list("pk", "status"))
+    assert statuses[died.pk] == Status.QUEUED
+    assert Job.objects.get(pk=died.pk).local_failures == 1
+    for job in (alive, elsewhere, unreadable):
+        assert statuses[job.pk] == Status.SUBMITTING, "its sender may still be at work: wait for the usual delay"
+
+
+def test_a_sending_process_of_another_account_counts_as_alive(client, student, assignment, settings):
+    """The worker runs as the service account: a process it may not signal (EPERM) exists."""
+    settings.LABQUEUE_RESUBMIT_AFTER_SECONDS = 3600
+    client.force_login(student)
+    job = sending_since(client, f"{socket.gethostname()}:1", settings)  # init, root's
+    celery_queue_clear()
+
+    with as_user(pwd.getpwnam(SERVICE_ACCOUNT)):
+        jobs_sync()
+
+    assert queued_tasks() == []
+    assert Job.objects.get(pk=job.pk).status == Status.SUBMITTING

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import jobs_sync
-from tests.behaviour_helpers import as_user, make_stale
+from tests.behaviour_helpers import make_stale
 from tests.conftest import submit_form
 from tests.http_helpers import celery_queue_clear, queued_tasks
 from tests.service_account import SERVICE_ACCOUNT
@@ -121,8 +121,14 @@ def test_a_sending_process_of_another_account_counts_as_alive(client, student, a
     job = sending_since(client, f"{socket.gethostname()}:1", settings)  # init, root's
     celery_queue_clear()
 
-    with as_user(pwd.getpwnam(SERVICE_ACCOUNT)):
+    account = pwd.getpwnam(SERVICE_ACCOUNT)
+    # Real and effective uid the service account's (the kernel checks the real one before a signal), the saved
+    # one root's, to come back.
+    os.setresuid(account.pw_uid, account.pw_uid, 0)
+    try:
         jobs_sync()
+    finally:
+        os.setresuid(0, 0, 0)
 
     assert queued_tasks() == []
     assert Job.objects.get(pk=job.pk).status == Status.SUBMITTING

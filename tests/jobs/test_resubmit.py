@@ -2,11 +2,14 @@
 kept, the course's caps and the attempt cap checked as for any submission, one job per form, owner only."""
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
+from courses.policy import Resources
 from jobs.models import Job, JobEvent, Status
+from jobs.services import job_resubmit
 from jobs.workdir import staging_dir
 from tests.conftest import job_row, submit_form
 
@@ -233,3 +236,19 @@ def test_an_attempt_whose_files_were_removed_says_to_choose_them_again(client, f
     assert "The file notes.txt of that attempt is no longer kept" in stale.content.decode()
     client.post(url(failed_job), edited(client, failed_job, keep=[], param_NAME="bs16"))
     assert staged(Job.objects.get(resubmit_of=failed_job)) == {}
+
+
+def test_the_resubmit_service_itself_refuses_anyone_but_the_jobs_owner(failed_job, ta):
+    """A second line behind the view's own check: whoever calls the service, only the owner resubmits."""
+    with pytest.raises(PermissionDenied) as refused:
+        job_resubmit(
+            job=failed_job,
+            user=ta,
+            submission_key="",
+            values=failed_job.parameters,
+            resources=Resources(**failed_job.resources),
+            dataset=None,
+            uploads=[],
+        )
+    assert str(refused.value) == "Only the student who submitted this job can resubmit it."
+    assert Job.objects.count() == 1

@@ -2,7 +2,9 @@
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
+from courses.scripting import script_body
 from jobs.models import Job, JobEvent, Status
 from tests.conftest import dispatch, submit_form, wait_for_status
 
@@ -103,3 +105,33 @@ def test_the_help_page_documents_the_retry_path(client, student):
     client.force_login(student)
     page = client.get(reverse("jobs:retry-help")).content.decode()
     assert "What a retry keeps" in page and "Limits" in page
+
+
+def test_a_retry_of_an_attempt_from_before_script_versions_runs_the_body_it_recorded(client, failed_job):
+    """Jobs sent before assignment versions existed carry no version: the retry runs the template body
+    recorded in the attempt's own script, not the assignment's template as edited since."""
+    old_body = "echo the body this attempt ran\n"
+    script = failed_job.script.replace(script_body(failed_job.script), old_body)
+    Job.objects.filter(pk=failed_job.pk).update(assignment_version=None, script=script)
+
+    retry(client, failed_job, same="1")
+
+    new = Job.objects.get(retry_of=failed_job)
+    assert new.assignment_version is None
+    assert script_body(new.script) == old_body
+
+
+def test_a_retry_of_an_attempt_whose_script_is_not_on_record_is_refused_with_the_way_forward(client, failed_job):
+    Job.objects.filter(pk=failed_job.pk).update(assignment_version=None, script="#!/bin/bash\necho no marker\n")
+
+    page = retry(client, failed_job, same="1")
+
+    assert not Job.objects.filter(retry_of=failed_job).exists()
+    shown = client.get(page["Location"]).content.decode()
+    assert (
+        escape(
+            "This attempt's script is not on record, so it cannot be run again as it was. "
+            "Submit the assignment again instead (it runs the current script)."
+        )
+        in shown
+    )

@@ -169,3 +169,22 @@ def test_a_job_whose_files_cannot_be_removed_is_named_left_as_it_was_and_does_no
     assert not Path(other.workdir).exists(), "the next job was still removed"
     stuck.refresh_from_db()
     assert stuck.files_purged_at is None
+
+
+def test_a_removal_that_does_not_answer_in_time_and_a_record_naming_more_than_one_job_directory_are_left_and_named(
+    client, student, assignment, settings
+):
+    slow = job_that_ran(client, student, days_ago=20)
+    misplaced = job_that_ran(client, student, days_ago=20)
+    everything = Path(misplaced.workdir).parent  # a record naming the student's whole tree, not one job's
+    Job.objects.filter(pk=misplaced.pk).update(workdir=str(everything))
+    settings.LABQUEUE_JOBDIR_TIMEOUT = 0.001  # the file system does not answer in time
+
+    done = manage_in_process("purge_job_files", "--older-than", "7")  # in this process, where mutants are seen
+
+    assert done.returncode != 0
+    assert f"could not remove: job {slow.uuid}" in done.stderr
+    assert "the job directory could not be removed: " in done.stderr and "did not answer within" in done.stderr
+    assert f"{everything} is not a job directory of 'student1'; the portal removes only those." in done.stderr
+    assert (Path(slow.workdir) / "job.out").is_file() and (Path(misplaced.workdir) / "job.out").is_file()
+    assert Job.objects.filter(pk__in=[slow.pk, misplaced.pk], files_purged_at__isnull=True).count() == 2

@@ -7,6 +7,7 @@ student planted inside the job directory is removed without its target being tou
 """
 
 import os
+import shutil
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -160,7 +161,7 @@ def test_a_job_whose_files_cannot_be_removed_is_named_left_as_it_was_and_does_no
     other = job_that_ran(client, student, days_ago=10)
     os.chown(stuck.workdir, 0, 0)  # not the student's any more: the helper, as the student, must refuse it
 
-    done = purge(settings, "--older-than", "7")
+    done = manage_in_process("purge_job_files", "--older-than", "7")  # the helper still runs as the student
 
     assert done.returncode != 0
     assert f"could not remove: job {stuck.uuid}" in done.stderr and "belongs to another account" in done.stderr
@@ -178,13 +179,22 @@ def test_a_removal_that_does_not_answer_in_time_and_a_record_naming_more_than_on
     misplaced = job_that_ran(client, student, days_ago=20)
     everything = Path(misplaced.workdir).parent  # a record naming the student's whole tree, not one job's
     Job.objects.filter(pk=misplaced.pk).update(workdir=str(everything))
+    unusable = job_that_ran(client, student, days_ago=20)  # a record whose account no run-as prefix may take
+    odd_tree = Path(unusable.workdir).parent.parent / "-student1" / str(unusable.uuid)
+    odd_tree.mkdir(parents=True)
+    Job.objects.filter(pk=unusable.pk).update(workdir=str(odd_tree), run_as="-student1")
     settings.LABQUEUE_JOBDIR_TIMEOUT = 0.001  # the file system does not answer in time
 
-    done = manage_in_process("purge_job_files", "--older-than", "7")  # in this process, where mutants are seen
+    try:
+        done = manage_in_process("purge_job_files", "--older-than", "7")  # in this process, where mutants are seen
+    finally:
+        shutil.rmtree(odd_tree.parent)
 
     assert done.returncode != 0
     assert f"could not remove: job {slow.uuid}" in done.stderr
     assert "the job directory could not be removed: " in done.stderr and "did not answer within" in done.stderr
     assert f"{everything} is not a job directory of 'student1'; the portal removes only those." in done.stderr
+    assert f"could not remove: job {unusable.uuid}" in done.stderr
+    assert "not a valid cluster username: '-student1'" in done.stderr
     assert (Path(slow.workdir) / "job.out").is_file() and (Path(misplaced.workdir) / "job.out").is_file()
     assert Job.objects.filter(pk__in=[slow.pk, misplaced.pk], files_purged_at__isnull=True).count() == 2

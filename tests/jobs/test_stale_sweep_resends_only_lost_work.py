@@ -101,6 +101,9 @@ def test_the_sweep_resends_at_once_a_job_whose_sending_process_died_on_this_host
     alive = sending_since(client, f"{host}:{os.getpid()}", settings)
     elsewhere = sending_since(client, f"another-host:{ended_process()}", settings)
     unreadable = sending_since(client, f"{host}:not-a-pid", settings)
+    just_now = sending_since(client, f"{host}:{ended_process()}", settings)
+    # Its sender died a moment ago: the sbatch it started may still be running, so not before SLURM_COMMAND_TIMEOUT.
+    Job.objects.filter(pk=just_now.pk).update(updated_at=timezone.now())
     celery_queue_clear()
 
     jobs_sync()
@@ -110,7 +113,7 @@ def test_the_sweep_resends_at_once_a_job_whose_sending_process_died_on_this_host
     statuses = dict(Job.objects.values_list("pk", "status"))
     assert statuses[died.pk] == Status.QUEUED
     assert Job.objects.get(pk=died.pk).local_failures == 1
-    for job in (alive, elsewhere, unreadable):
+    for job in (alive, elsewhere, unreadable, just_now):
         assert statuses[job.pk] == Status.SUBMITTING, "its sender may still be at work: wait for the usual delay"
 
 

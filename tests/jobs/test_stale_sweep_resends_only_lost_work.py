@@ -135,3 +135,39 @@ def test_a_sending_process_of_another_account_counts_as_alive(client, student, a
 
     assert queued_tasks() == []
     assert Job.objects.get(pk=job.pk).status == Status.SUBMITTING
+
+
+def test_a_job_whose_submit_task_the_broker_refused_is_sent_at_the_next_sweep_once(client, student, assignment):
+    client.force_login(student)
+    refused, waiting = submit(client), submit(client)
+    Job.objects.filter(pk=refused.pk).update(enqueue_failed=True)  # jobs.enqueue marks it when the send fails
+    celery_queue_clear()
+
+    jobs_sync()
+    jobs_sync()  # the next beat: sent once, not again
+
+    assert queued_tasks() == [("jobs.tasks.job_dispatch", [refused.pk], {})], "a recent job whose task went out waits"
+    assert not Job.objects.get(pk=refused.pk).enqueue_failed
+    celery_queue_clear()
+
+
+def test_a_cancel_the_broker_refused_is_sent_at_the_next_sweep_once_and_only_for_a_job_still_in_slurm(
+    client, student, assignment, settings, tmp_path
+):
+    settings.SLURM_BIN_DIR = str(tmp_path)  # Slurm does not answer meanwhile: the sweep runs all the same
+    client.force_login(student)
+    lost, sent, ended, unasked = (submit(client) for _ in range(4))
+    Job.objects.filter(pk__in=[lost.pk, sent.pk, ended.pk, unasked.pk]).update(
+        status=Status.RUNNING, slurm_job_id="4545", cancel_requested=True, enqueue_failed=True
+    )
+    Job.objects.filter(pk=sent.pk).update(enqueue_failed=False)  # its scancel task went out
+    Job.objects.filter(pk=ended.pk).update(status=Status.CANCELLED, ended_at=timezone.now())
+    Job.objects.filter(pk=unasked.pk).update(cancel_requested=False)  # a failed submit send, not a cancel
+    celery_queue_clear()
+
+    jobs_sync()
+    jobs_sync()
+
+    assert queued_tasks() == [("jobs.tasks.job_scancel", [lost.pk], {})]
+    assert not Job.objects.get(pk=lost.pk).enqueue_failed
+    celery_queue_clear()

@@ -51,5 +51,7 @@ def test_a_job_whose_directory_cannot_be_prepared_is_sent_again_then_refused_at_
     assert job.events.latest("pk").cause.startswith("Refused after 3 failures on the portal's side; the last: ")
     assert job.explanation_key, "the refusal is explained on the job page"
     [record] = [record for record in caplog.records if record.levelno == logging.ERROR]
-    assert record.getMessage().startswith(f"Job {job.pk} refused after 3 local dispatch failures, the last: ")
+    assert record.getMessage().startswith(
+        f"Job {job.pk} refused after 3 local dispatch failures, the last: the job directory could not be prepared: "
+    )
     assert slurm_job_ids(job.slurm_name) == set(), "Slurm never saw it"

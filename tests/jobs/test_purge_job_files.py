@@ -7,6 +7,7 @@ student planted inside the job directory is removed without its target being tou
 """
 
 import os
+import re
 import shutil
 import subprocess
 from datetime import timedelta
@@ -74,6 +75,9 @@ def test_purge_removes_an_old_jobs_directory_and_uploads_and_keeps_its_records_a
 
     assert done.returncode == 0, done.stderr
     assert f"removed: job {old.uuid} of student1" in done.stdout
+    [line] = [line for line in done.stdout.splitlines() if line.startswith(f"removed: job {old.uuid}")]
+    removed_files = int(re.search(rf"{re.escape(old.workdir)}\S* (\d+) file\(s\)", line)[1])
+    assert removed_files >= 3, f"the helper's count of what it removed (script, output, upload): {line}"
     assert "Total (removed): 1 job(s) finished more than 7 day(s) ago" in done.stdout
     assert not Path(old.workdir).exists(), "the old job's directory is gone"
     assert not staging_dir(str(old.uuid)).exists(), "its staged uploads are gone"

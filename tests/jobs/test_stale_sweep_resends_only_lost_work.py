@@ -8,6 +8,7 @@ commit would enqueue never fires in these tests (the test's transaction never co
 
 import os
 import pwd
+import signal
 import socket
 import subprocess
 from datetime import timedelta
@@ -98,7 +99,9 @@ def test_the_sweep_resends_at_once_a_job_whose_sending_process_died_on_this_host
     client.force_login(student)
     host = socket.gethostname()
     died = sending_since(client, f"{host}:{ended_process()}", settings)
-    alive = sending_since(client, f"{host}:{os.getpid()}", settings)
+    # A live sender: a process that any signal but the harmless probe (0) would end.
+    sender = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    alive = sending_since(client, f"{host}:{sender.pid}", settings)
     elsewhere = sending_since(client, f"another-host:{ended_process()}", settings)
     unreadable = sending_since(client, f"{host}:not-a-pid", settings)
     just_now = sending_since(client, f"{host}:{ended_process()}", settings)
@@ -106,7 +109,12 @@ def test_the_sweep_resends_at_once_a_job_whose_sending_process_died_on_this_host
     Job.objects.filter(pk=just_now.pk).update(updated_at=timezone.now())
     celery_queue_clear()
 
-    jobs_sync()
+    try:
+        jobs_sync()
+        assert sender.poll() is None, "the sweep only asks whether the sender lives; it never signals it"
+    finally:
+        sender.kill()
+        sender.wait()
 
     assert queued_tasks() == [("jobs.tasks.job_dispatch", [died.pk], {})]
     celery_queue_clear()

@@ -18,12 +18,13 @@ from django.utils import timezone
 
 import slurm
 from clusterpolicy.selectors import lab_reservation_for, lab_reservations_over
+from courses.scripting import SCRIPT_NAME
 from courses.selectors import course_role
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
 from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.services import job_transition
-from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_prepare
+from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_submit
 from portal.identity import netid_refusal
 from portal.logs import job_logging
 from slurm import reservations, states
@@ -63,26 +64,24 @@ def _dispatch(job: Job) -> None:
                 files = _job_files(job) if not refusal else []
             if refusal:
                 raise WorkdirError(refusal)
-            script_path = workdir_prepare(workdir=job.workdir, netid=job.run_as, script=job.script, files=files)
             if not first_attempt:
                 job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
                 Job.objects.filter(pk=job.pk).update(
                     submit_attempts=F("submit_attempts") + 1, reservation=job.reservation
                 )
-            slurm_id = slurm.submit(
-                slurm.JobSpec(
-                    script_path=script_path,
-                    run_as=job.run_as,
-                    account=job.account,
-                    partition=job.partition,
-                    job_name=job.slurm_name,
-                    workdir=job.workdir,
-                    stdout=str(Path(job.workdir) / job.stdout_name),
-                    stderr=str(Path(job.workdir) / job.stderr_name),
-                    reservation=job.reservation,
-                    qos=job.qos,
-                )
+            spec = slurm.JobSpec(
+                script_path=str(Path(job.workdir) / SCRIPT_NAME),
+                run_as=job.run_as,
+                account=job.account,
+                partition=job.partition,
+                job_name=job.slurm_name,
+                workdir=job.workdir,
+                stdout=str(Path(job.workdir) / job.stdout_name),
+                stderr=str(Path(job.workdir) / job.stderr_name),
+                reservation=job.reservation,
+                qos=job.qos,
             )
+            slurm_id = workdir_submit(spec, script=job.script, files=files)
     except slurm.SlurmUnavailable as error:
         job_transition(
             job=job,
@@ -296,13 +295,14 @@ def _dead_here(owner: str) -> bool:
 def jobs_requeue_stale() -> int:
     """Re-send jobs whose submit task was lost (broker down when it was sent, broker restart, worker
     crash). A job whose task could not be sent is sent again at once; one whose sending process died on
-    this host once that process's sbatch has surely given up (SLURM_COMMAND_TIMEOUT); any other once it
-    has waited LABQUEUE_RESUBMIT_AFTER_SECONDS."""
+    this host once the helper and sbatch it started have surely given up (LABQUEUE_JOBDIR_TIMEOUT, the limit
+    of that call); any other once it has waited LABQUEUE_RESUBMIT_AFTER_SECONDS."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
-    # A dead sender's sbatch may live on (the worker may not signal the student's processes): wait for
-    # it to have given up (the runner's timeout) before asking Slurm by name and sending again.
-    grace = now - timedelta(seconds=settings.SLURM_COMMAND_TIMEOUT)
+    # A dead sender's helper and sbatch may live on (the worker may not signal the student's processes):
+    # wait for them to have given up (the runner's limit for that call) before asking Slurm by name and
+    # sending again.
+    grace = now - timedelta(seconds=settings.LABQUEUE_JOBDIR_TIMEOUT)
     submitting = Job.objects.filter(status=Status.SUBMITTING, updated_at__lt=grace)
     stuck = [job for job in submitting if job.updated_at < cutoff or _dead_here(job.dispatch_owner)]
     interrupted = [

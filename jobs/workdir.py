@@ -1,18 +1,17 @@
 """Making a job's working directory on the cluster file system (worker side only).
 
-The worker never writes into a student's directory itself. It packs the script and the job's files
-into a tar and hands it to the job-directory helper (scripts/labqueue-jobdir, installed at
-LABQUEUE_JOBDIR_HELPER), which runs AS THE STUDENT through the run-as prefix (`sudo -n -u {user}`),
-so whatever the student does to their own directory meanwhile can only ever reach their own files.
+The worker never writes into a student's directory itself. It lists the script and the job's files and
+hands them to the job-directory helper (scripts/labqueue-jobdir, installed at LABQUEUE_JOBDIR_HELPER),
+which runs AS THE STUDENT through the run-as prefix (`sudo -n -u {user}`), so whatever the student does to
+their own directory meanwhile can only ever reach their own files. The helper then runs sbatch itself:
+one run-as call per submitted job.
 """
 
-import io
 import os
 import pwd
 import re
 import shutil
 import stat
-import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,11 +45,16 @@ def staging_dir(job_uuid: str) -> Path:
     return Path(settings.MEDIA_ROOT) / "uploads" / job_uuid
 
 
-def workdir_prepare(*, workdir: str, netid: str, script: str, files: list[tuple[str, Path]]) -> str:
-    """Create the job directory as the student, write the script and copy the files in.
+def workdir_submit(spec: slurm.JobSpec, *, script: str, files: list[tuple[str, Path]]) -> str:
+    """Create the job directory as the student, write the script and copy the files in, then submit it:
+    one run-as call, the helper's `submit`, which ends by running sbatch. Returns the Slurm job id.
 
-    Returns the script's path. Idempotent: a second call rewrites the same content.
+    Raises WorkdirError (the job cannot run as this account: the message is for the student),
+    WorkdirUnavailable (the helper could not be run at all, or the call ran out of time), and what
+    slurm.submit raises otherwise: SlurmRejected with the helper's refusal or sbatch's, SlurmUnavailable.
+    Idempotent up to sbatch: a second call rewrites the same content.
     """
+    netid = spec.run_as
     try:
         pwd.getpwnam(netid)
     except KeyError:
@@ -58,29 +62,33 @@ def workdir_prepare(*, workdir: str, netid: str, script: str, files: list[tuple[
             f"The cluster has no account named '{netid}', so the job cannot run as you. "
             "Ask the course staff or research computing to create your cluster account."
         )
-    root = Path(workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
-    with tempfile.TemporaryFile() as archive:
-        _pack(archive, script=script, files=files)
-        archive.seek(0)
-        helper = [settings.LABQUEUE_JOBDIR_HELPER, "prepare", str(root.parent.parent), netid, root.name]
+    root = Path(spec.workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
+    with tempfile.TemporaryFile() as listing:
+        _pack(listing, script=script, files=files)
+        listing.seek(0)
+        timeout = settings.LABQUEUE_JOBDIR_TIMEOUT
         try:
-            runner.run(helper, run_as=netid, stdin=archive, timeout=settings.LABQUEUE_JOBDIR_TIMEOUT)
-        except slurm.SlurmRejected as refusal:
-            raise WorkdirError(str(refusal)) from refusal
-        except slurm.SlurmUnavailable as error:
+            helper = [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(root.parent.parent)]
+            return slurm.submit(spec, through=[*helper, netid, root.name], stdin=listing, timeout=timeout)
+        except slurm.SlurmMisconfigured as error:  # sudo or the helper could not run: nothing was done
             raise WorkdirUnavailable(f"the job directory could not be prepared: {error}") from error
-    return str(root / SCRIPT_NAME)
+        except slurm.SlurmTimeout as error:
+            # sbatch reports a controller that does not answer itself, well within this limit; a call that ran
+            # out of it was stuck on the worker (a file system that hangs). Counted as the portal's failure; if
+            # sbatch did send the job, the next attempt finds it by name.
+            raise WorkdirUnavailable(
+                f"the job directory could not be prepared: the helper and sbatch did not finish within {timeout:g} s"
+            ) from error
 
 
-def _pack(archive, *, script: str, files: list[tuple[str, Path]]) -> None:
-    """The tar the helper unpacks: the job's files, then the script. Sources are the portal's own files
-    (starter files and staged uploads), read without following symlinks."""
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        for name, source in files:
-            if name in PORTAL_FILE_NAMES or "/" in name or name.startswith("."):
-                raise WorkdirError(f"The file name '{name}' cannot be used in a job directory; rename the file.")
-            _add(tar, name, _read_regular(source))
-        _add(tar, SCRIPT_NAME, script.encode())
+def _pack(listing, *, script: str, files: list[tuple[str, Path]]) -> None:
+    """The file list the helper reads: per file a line `<size> <name>` and its bytes; the script last.
+    Sources are the portal's own files (starter files and staged uploads), read without following symlinks."""
+    for name, source in files:
+        if name in PORTAL_FILE_NAMES or "/" in name or name.startswith(".") or not name.isprintable():
+            raise WorkdirError(f"The file name '{name}' cannot be used in a job directory; rename the file.")
+        _add(listing, name, _read_regular(source))
+    _add(listing, SCRIPT_NAME, script.encode())
 
 
 def _read_regular(source: Path) -> bytes:
@@ -94,11 +102,9 @@ def _read_regular(source: Path) -> bytes:
         return handle.read()
 
 
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    member = tarfile.TarInfo(name)
-    member.size = len(data)
-    member.mode = 0o640
-    tar.addfile(member, io.BytesIO(data))
+def _add(listing, name: str, data: bytes) -> None:
+    listing.write(f"{len(data)} {name}\n".encode())
+    listing.write(data)
 
 
 def staging_clear(job_uuid: str) -> None:

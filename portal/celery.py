@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.signals import setup_logging, task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -23,3 +23,28 @@ def _logging_from_settings(**kwargs) -> None:
 
     dictConfig(settings.LOGGING)
     logging.captureWarnings(True)  # Celery's start-up warnings too: one format for every line
+
+
+@task_prerun.connect
+def _database_connections_checked(task=None, **kwargs) -> None:
+    """Before each task in a worker: close a kept connection that errored or outlived CONN_MAX_AGE, and have
+    the others checked before their first query (CELERY_DB_REUSE_MAX keeps them between tasks). A task run
+    eagerly (tests, LABQUEUE_CELERY_EAGER) shares its caller's connection and transaction: left alone."""
+    from django.db import close_old_connections
+
+    if not _eager(task):
+        close_old_connections()
+
+
+@task_postrun.connect
+def _database_connections_closed_after_failure(task=None, state=None, **kwargs) -> None:
+    """After a task in a worker that did not succeed (it raised, was retried, or hit its time limit): close
+    the connections, as Celery does after every task by default, so no half-used connection reaches the next."""
+    if state != "SUCCESS" and not _eager(task):
+        from django.db import connections
+
+        connections.close_all()
+
+
+def _eager(task) -> bool:
+    return task is None or bool(getattr(task.request, "is_eager", False))

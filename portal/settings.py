@@ -129,6 +129,7 @@ DATABASES = {
     "default": dj_database_url.parse(
         env("DATABASE_URL", f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}"),
         conn_max_age=60,
+        conn_health_checks=True,  # a kept connection is checked (SELECT 1) before its first use in a request or task
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -224,6 +225,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery closes the database connection around every task unless told how many tasks may share one; a new
+# PostgreSQL connection per task cost more CPU than the submit task's own queries. portal/celery.py keeps
+# a connection only while tasks succeed, and checks it before each task (CONN_HEALTH_CHECKS).
+CELERY_DB_REUSE_MAX = 500
 # Every task has a time limit: at the soft limit the task is told (SoftTimeLimitExceeded) and tidies
 # up; at the hard limit its process is killed and replaced, so nothing can hold a worker forever.
 # A dispatch cut short counts as a local failure (LABQUEUE_DISPATCH_LOCAL_FAILURES).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark: a deadline burst, N submissions by N different students, three ways in one run.
 
-1. raw     `sbatch` as each student (runuser), one after another: the reference.
+1. raw     `sbatch` as each student (runuser), one after another, of the job the portal sends: the reference.
 2. pipeline  the portal's worker side: N jobs committed at once (as N clicks would), then the Celery
            workers (real processes, as the service account) send them; latency = commit -> Slurm id recorded.
 3. http    end to end: N signed-in students open the assignment page and POST its form to gunicorn
@@ -65,7 +65,8 @@ def lab_users(count: int) -> list[str]:
 
 
 def raw_burst(names: list[str], folder: Path) -> tuple[float, list[float], list[str]]:
-    """sbatch as each student, one after another (held, so nothing runs). Returns seconds, latencies, ids."""
+    """sbatch as each student, one after another: the very job the portal sends (the same script and resources,
+    not held, so the cluster starts and ends it as it does the portal's). Returns seconds, latencies, ids."""
     script = folder / "raw.sh"
     script.write_text("#!/bin/bash\n" + SCRIPT)
     script.chmod(0o755)
@@ -74,7 +75,7 @@ def raw_burst(names: list[str], folder: Path) -> tuple[float, list[float], list[
     for name in names:
         begun = time.perf_counter()
         answer = subprocess.run(
-            ["runuser", "-u", name, "--", "sbatch", "--parsable", "--hold", "--export=NONE"]
+            ["runuser", "-u", name, "--", "sbatch", "--parsable", "--export=NONE"]
             + [f"--account={ACCOUNT}", f"--partition={PARTITION}", "--job-name=lq-bench-raw", "--time=1"]
             + ["--mem=100M", "--chdir=/tmp", "--output=/dev/null", str(script)],
             capture_output=True,

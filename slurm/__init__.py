@@ -9,8 +9,8 @@ running, live, final and the portal outcome of each) is :mod:`slurm.states`.
 A plain Python package: it imports no LabQueue app, only django.conf.settings when a command runs.
 """
 
-from .commands import accounting, cancel, find_by_name, queue, submit
-from .errors import SlurmError, SlurmRejected, SlurmUnavailable
+from .commands import accounting, cancel, find_by_name, queue, sbatch_path, submit
+from .errors import SlurmError, SlurmMisconfigured, SlurmRejected, SlurmTimeout, SlurmUnavailable
 from .records import AcctRecord, JobSpec, LiveJob
 
 __all__ = [
@@ -18,11 +18,14 @@ __all__ = [
     "JobSpec",
     "LiveJob",
     "SlurmError",
+    "SlurmMisconfigured",
     "SlurmRejected",
+    "SlurmTimeout",
     "SlurmUnavailable",
     "accounting",
     "cancel",
     "find_by_name",
     "queue",
+    "sbatch_path",
     "submit",
 ]

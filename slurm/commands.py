@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import BinaryIO
 
 from . import parsers, runner
 from .errors import SlurmRejected, SlurmUnavailable
@@ -20,8 +21,16 @@ WIDE_START = "2000-01-01T00:00:00"
 ALREADY_FINISHED = ("already completing or completed", "invalid job id specified")
 
 
-def submit(spec: JobSpec) -> str:
-    """Submit the batch script as ``spec.run_as``; return the Slurm job id."""
+def submit(
+    spec: JobSpec, *, through: Sequence[str] = (), stdin: BinaryIO | None = None, timeout: float | None = None
+) -> str:
+    """Submit the batch script as ``spec.run_as``; return the Slurm job id.
+
+    ``through`` is a program (with its first arguments) that runs as the student, does its part and then
+    runs sbatch itself with the arguments that follow its own: the job-directory helper, which writes the
+    job directory from ``stdin`` first, so that a submission is one run-as call. Its path to sbatch is
+    :func:`sbatch_path`.
+    """
     argv = [
         "sbatch",
         "--parsable",
@@ -41,12 +50,19 @@ def submit(spec: JobSpec) -> str:
         if value:
             argv.append(f"--{option}={value}")
     argv.append(spec.script_path)
-    stdout = runner.run(argv, run_as=spec.run_as)
+    if through:
+        argv = [*through, *argv[1:]]
+    stdout = runner.run(argv, run_as=spec.run_as, stdin=stdin, timeout=timeout, tool="sbatch")
     try:
         return parsers.parse_sbatch(stdout)
     except parsers.ParseError as exc:
         # sbatch said yes but we cannot read the id: find_by_name will recover it.
         raise SlurmUnavailable(str(exc), argv) from exc
+
+
+def sbatch_path() -> str:
+    """The absolute path of the sbatch that submit() runs (for a program that runs sbatch itself)."""
+    return runner.absolute("sbatch")
 
 
 def queue() -> dict[str, LiveJob]:

@@ -40,6 +40,15 @@ class SlurmUnavailable(SlurmError):
     """Transient: Slurm did not answer (or the worker cannot reach it). Retry."""
 
 
+class SlurmMisconfigured(SlurmUnavailable):
+    """The worker cannot run the command at all (a program missing, sudo refusing): an operator must fix the
+    deployment. Transient as far as the job is concerned: nothing was sent."""
+
+
+class SlurmTimeout(SlurmUnavailable):
+    """The command did not finish within its timeout and was killed: what it did meanwhile is unknown."""
+
+
 class SlurmRejected(SlurmError):
     """Permanent: Slurm refused the request. Retrying cannot help."""
 
@@ -97,7 +106,7 @@ def classify(argv: Sequence[str], returncode: int, stderr: str, stdout: str = ""
     message = clean_message(tool, text) or f"{tool} exited with status {returncode}"
     lowered = text.lower()
     if returncode in (126, 127) or any(marker in lowered for marker in MISCONFIG_MARKERS):
-        return SlurmUnavailable(f"{tool} could not be run on the worker: {message}", argv)
+        return SlurmMisconfigured(f"{tool} could not be run on the worker: {message}", argv)
     if returncode < 0 or any(marker in lowered for marker in TRANSIENT_MARKERS):
         return SlurmUnavailable(message, argv)
     return SlurmRejected(message, argv)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import threading
@@ -23,7 +24,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from .errors import SlurmUnavailable, classify
+from .errors import SlurmMisconfigured, SlurmTimeout, SlurmUnavailable, classify
 from .records import check_username
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,17 @@ def resolve(argv: Sequence[str]) -> list[str]:
     return argv
 
 
+def absolute(tool: str) -> str:
+    """The full path of the Slurm tool run() runs for a bare name (SLURM_BIN_DIR, else the PATH it runs with)."""
+    path = resolve([tool])[0]
+    found = path if "/" in path else shutil.which(path, path=BASE_ENV["PATH"])
+    if not found:
+        raise SlurmMisconfigured(
+            f"{tool} could not be run on the worker (not found; check PATH or SLURM_BIN_DIR)", [tool]
+        )
+    return found
+
+
 def run_as_prefix(user: str) -> list[str]:
     """The argv prefix that runs a command as ``user`` (``{user}`` substituted)."""
     check_username(user)
@@ -125,16 +137,19 @@ def run(
     run_as: str | None = None,
     env_extra: dict[str, str] | None = None,
     stdin: BinaryIO | None = None,
+    tool: str = "",
 ) -> str:
     """Run one Slurm command (or the job-directory helper) and return its stdout.
 
-    ``stdin`` is an open file (with a descriptor) the command reads; by default it reads nothing.
+    ``stdin`` is an open file (with a descriptor) the command reads; by default it reads nothing. ``tool``
+    names the command in counts, metrics and logs when the program is not the tool itself (the helper that
+    ends by running sbatch counts as sbatch).
 
     Raises SlurmUnavailable (no answer, timeout, missing binary) or SlurmRejected.
     """
     if not argv:
         raise ValueError("empty argv")
-    tool = os.path.basename(argv[0])
+    tool = tool or os.path.basename(argv[0])
     argv = resolve(argv)
     full = (run_as_prefix(run_as) if run_as else []) + argv
     if timeout is None:
@@ -145,13 +160,13 @@ def run(
         returncode, stdout, stderr = _execute(full, timeout, build_env(env_extra), stdin)
     except OSError as exc:  # missing or not executable: the deployment is broken
         logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
-        raise SlurmUnavailable(
+        raise SlurmMisconfigured(
             f"{os.path.basename(full[0])} could not be run on the worker ({exc.strerror}; check PATH or SLURM_BIN_DIR)",
             full,
         ) from exc
     except subprocess.TimeoutExpired as exc:
         logger.warning("slurm: %s timed out after %.1fs", shlex.join(full), timeout)
-        raise SlurmUnavailable(f"{tool} did not answer within {timeout:g} s", full) from exc
+        raise SlurmTimeout(f"{tool} did not answer within {timeout:g} s", full) from exc
     finally:
         seconds = time.monotonic() - started
         _record(Command(tool, argv, run_as, seconds, returncode))

@@ -41,16 +41,18 @@ def test_a_worker_killed_inside_sbatch_is_recovered_at_the_next_sweep_and_the_jo
     job = submitted(client, student)
 
     with running_portal(settings, tmp_path, workers=0) as portal:
-        dying = portal.start_worker(SLURM_CONF=silent_controller, LABQUEUE_SLURM_TIMEOUT="10")
+        dying = portal.start_worker(
+            SLURM_CONF=silent_controller, LABQUEUE_SLURM_TIMEOUT="10", LABQUEUE_JOBDIR_TIMEOUT="10"
+        )
         wait_until(lambda: sbatch_running_for(job), "the worker never reached sbatch")
         job.refresh_from_db()
         assert job.status == Status.SUBMITTING and job.dispatch_owner
         stop(dying, 9)  # SIGKILL to the worker's whole process tree, sbatch included
         # The worker may not signal the student's sbatch: it lives on until Slurm's own MessageTimeout.
         wait_until(lambda: not sbatch_running_for(job), "sbatch outlived its MessageTimeout", seconds=30)
-        make_stale(job, seconds=11)  # the sending began over LABQUEUE_SLURM_TIMEOUT ago
+        make_stale(job, seconds=11)  # the sending began over LABQUEUE_JOBDIR_TIMEOUT ago
 
-        portal.start_worker(LABQUEUE_SLURM_TIMEOUT="10")
+        portal.start_worker(LABQUEUE_SLURM_TIMEOUT="10", LABQUEUE_JOBDIR_TIMEOUT="10")
         app.send_task("jobs.tasks.jobs_sync")  # one beat cycle
         job = wait_for(job, Status.PENDING, Status.RUNNING, Status.COMPLETED, seconds=60)
         job = wait_for(job, Status.COMPLETED, nudge=lambda: app.send_task("jobs.tasks.jobs_sync"))
@@ -70,7 +72,9 @@ def test_a_worker_killed_before_sbatch_is_recovered_at_the_next_sweep_and_the_jo
     Job.objects.filter(pk=job.pk).update(submit_attempts=1)
 
     with running_portal(settings, tmp_path, workers=0) as portal:
-        dying = portal.start_worker(SLURM_CONF=silent_controller, LABQUEUE_SLURM_TIMEOUT="10")
+        dying = portal.start_worker(
+            SLURM_CONF=silent_controller, LABQUEUE_SLURM_TIMEOUT="10", LABQUEUE_JOBDIR_TIMEOUT="10"
+        )
         wait_until(lambda: running("labqueue", f"squeue .*{job.slurm_name}"), "the worker never asked Slurm by name")
         job.refresh_from_db()
         assert job.status == Status.SUBMITTING and job.dispatch_owner
@@ -78,7 +82,7 @@ def test_a_worker_killed_before_sbatch_is_recovered_at_the_next_sweep_and_the_jo
         assert not sbatch_running_for(job) and slurm_job_ids(job.slurm_name) == set(), "killed before sbatch"
         make_stale(job, seconds=11)
 
-        portal.start_worker(LABQUEUE_SLURM_TIMEOUT="10")
+        portal.start_worker(LABQUEUE_SLURM_TIMEOUT="10", LABQUEUE_JOBDIR_TIMEOUT="10")
         sync = lambda: app.send_task("jobs.tasks.jobs_sync")  # noqa: E731 (one beat cycle)
         job = wait_for(job, Status.PENDING, Status.RUNNING, Status.COMPLETED, seconds=60, nudge=sync)
         job = wait_for(job, Status.COMPLETED, nudge=sync)
@@ -95,7 +99,9 @@ def test_a_worker_killed_right_after_slurm_accepted_its_sbatch_is_adopted_by_nam
     job = submitted(client, student)
 
     with running_portal(settings, tmp_path, workers=0) as portal:
-        dying = portal.start_worker(SLURM_CONF=controller(drop_replies=True), LABQUEUE_SLURM_TIMEOUT="10")
+        dying = portal.start_worker(
+            SLURM_CONF=controller(drop_replies=True), LABQUEUE_SLURM_TIMEOUT="10", LABQUEUE_JOBDIR_TIMEOUT="10"
+        )
         wait_until(lambda: slurm_job_ids(job.slurm_name), "Slurm never received the job")
         accepted = slurm_job_ids(job.slurm_name)
         job.refresh_from_db()
@@ -104,7 +110,7 @@ def test_a_worker_killed_right_after_slurm_accepted_its_sbatch_is_adopted_by_nam
         wait_until(lambda: not sbatch_running_for(job), "sbatch outlived its MessageTimeout", seconds=30)
         make_stale(job, seconds=11)
 
-        portal.start_worker(LABQUEUE_SLURM_TIMEOUT="10")
+        portal.start_worker(LABQUEUE_SLURM_TIMEOUT="10", LABQUEUE_JOBDIR_TIMEOUT="10")
         app.send_task("jobs.tasks.jobs_sync")  # one beat cycle
         job = wait_for(job, Status.PENDING, Status.RUNNING, Status.COMPLETED, seconds=60)
         assert {job.slurm_job_id} == accepted, "adopted: the job Slurm has, not a second one"

@@ -77,10 +77,10 @@ def test_the_sweep_leaves_finished_jobs_alone(client, student, assignment):
 
 
 def sending_since(client, owner: str, settings) -> Job:
-    """A job a worker process (`owner`, "host:pid") started sending longer ago than sbatch's own timeout, but
-    not as long ago as LABQUEUE_RESUBMIT_AFTER_SECONDS."""
+    """A job a worker process (`owner`, "host:pid") started sending longer ago than the limit of the call that
+    prepares and submits it (LABQUEUE_JOBDIR_TIMEOUT), but not as long ago as LABQUEUE_RESUBMIT_AFTER_SECONDS."""
     job = submit(client)
-    since = timezone.now() - timedelta(seconds=settings.SLURM_COMMAND_TIMEOUT + 5)
+    since = timezone.now() - timedelta(seconds=settings.LABQUEUE_JOBDIR_TIMEOUT + 5)
     Job.objects.filter(pk=job.pk).update(status=Status.SUBMITTING, dispatch_owner=owner, updated_at=since)
     return job
 
@@ -105,7 +105,7 @@ def test_the_sweep_resends_at_once_a_job_whose_sending_process_died_on_this_host
     elsewhere = sending_since(client, f"another-host:{ended_process()}", settings)
     unreadable = sending_since(client, f"{host}:not-a-pid", settings)
     just_now = sending_since(client, f"{host}:{ended_process()}", settings)
-    # Its sender died a moment ago: the sbatch it started may still be running, so not before SLURM_COMMAND_TIMEOUT.
+    # Its sender died a moment ago: the sbatch it started may still be running, so not before LABQUEUE_JOBDIR_TIMEOUT.
     Job.objects.filter(pk=just_now.pk).update(updated_at=timezone.now())
     celery_queue_clear()
 

@@ -1,8 +1,9 @@
 """The job-directory helper, run as the student, makes a job directory owned by the student and readable
 by the portal's group, and refuses one that is a symbolic link.
 
-The refusal happens before sbatch, so these tests need no cluster: jobs are submitted through the
-view and sent with `job_dispatch` (what the Celery submit task runs); the POSIX user student1 must exist.
+Jobs are submitted through the view and sent with `job_dispatch` (what the Celery submit task runs). A
+refusal happens in the helper before it runs sbatch (one run-as call does both): Slurm never hears of the
+job. The POSIX user student1 must exist.
 """
 
 import grp
@@ -13,10 +14,12 @@ from pathlib import Path
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+import slurm
 from courses.scripting import SCRIPT_NAME
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir, workdir_prepare
+from jobs.workdir import staging_dir, workdir_submit
 from slurm.runner import command_log
+from tests.behaviour_helpers import slurm_job_ids
 from tests.conftest import dispatch, submit_form
 
 
@@ -33,8 +36,9 @@ def assert_refused_before_sbatch(client, job: Job, commands) -> None:
     assert job.status == Status.REJECTED
     assert "symbolic link" in job.message
     assert job.slurm_job_id == "" and job.submitted_at is None
-    assert [command.tool for command in commands] == ["labqueue-jobdir"], "the helper refused: no sbatch"
-    assert commands[0].run_as == "student1", "the helper ran as the student"
+    assert len(commands) == 1 and commands[0].run_as == "student1", "one run-as call: the helper, as the student"
+    assert os.path.basename(commands[0].argv[0]) == "labqueue-jobdir" and commands[0].returncode == 3, "it refused"
+    assert slurm_job_ids(job.slurm_name) == set(), "the helper refused before sbatch: Slurm never heard of the job"
     assert job.events.filter(to_status=Status.REJECTED, cause__contains="symbolic link").exists()
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "symbolic link" in page
@@ -78,17 +82,29 @@ def test_a_student_directory_swapped_for_a_symlink_is_refused_and_nothing_is_mad
     assert os.lstat(job_root / "student1").st_uid == 0, "the link itself was left alone"
 
 
-def test_a_prepared_job_directory_and_its_files_belong_to_the_student(client, student, assignment, job_root):
+def test_a_job_directory_made_for_a_submission_and_its_files_belong_to_the_student(
+    client, student, assignment, job_root
+):
     job = submitted(client, student, **{"data.csv": b"a,b\n1,2\n"})
     staged = [(path.name, path) for path in staging_dir(str(job.uuid)).iterdir()]
     assert [name for name, _ in staged] == ["data.csv"]
 
-    script = workdir_prepare(workdir=job.workdir, netid=job.run_as, script=job.script, files=staged)
+    spec = slurm.JobSpec(
+        script_path=str(Path(job.workdir) / SCRIPT_NAME),
+        run_as=job.run_as,
+        account=job.account,
+        partition=job.partition,
+        job_name=job.slurm_name,
+        workdir=job.workdir,
+        stdout=str(Path(job.workdir) / job.stdout_name),
+        stderr=str(Path(job.workdir) / job.stderr_name),
+    )
+    slurm_id = workdir_submit(spec, script=job.script, files=staged)
 
     account, portal_group = pwd.getpwnam("student1"), grp.getgrnam("labqueue")
     workdir = Path(job.workdir)
     assert workdir == job_root / "student1" / str(job.uuid)
-    assert script == str(workdir / SCRIPT_NAME)
+    assert slurm_job_ids(job.slurm_name) == {slurm_id}, "then sbatch sent it, once"
     for path in (workdir.parent, workdir, workdir / SCRIPT_NAME, workdir / "data.csv"):
         info = os.lstat(path)
         assert (info.st_uid, info.st_gid) == (account.pw_uid, portal_group.gr_gid), path

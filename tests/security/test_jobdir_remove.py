@@ -32,7 +32,7 @@ def as_student(code: str, *args: str, user: str = "student1") -> None:
 
 @pytest.fixture
 def job_dir(job_root, jobdir_helper) -> Path:
-    """A job directory of student1 (made by student1, as the helper's `prepare` does), with a few files."""
+    """A job directory of student1 (made by student1, as the helper's `submit` does), with a few files."""
     path = job_root / "student1" / str(uuid.uuid4())
     as_student(
         "import os, sys; d = sys.argv[1]; os.makedirs(d + '/results/deep'); "

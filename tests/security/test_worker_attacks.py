@@ -211,18 +211,37 @@ def test_a_dispatch_that_keeps_failing_on_the_portals_side_ends_refused_with_the
     )
 
 
-def test_the_service_account_may_run_only_the_three_programs_and_only_as_a_student():
-    def sudo(*argv: str) -> int:
-        return subprocess.run(
-            ["runuser", "-u", "labqueue", "--", "sudo", "-n", *argv], capture_output=True, timeout=30
-        ).returncode
+def test_the_service_account_may_run_only_scancel_and_the_helper_and_the_helper_only_the_named_sbatch():
+    helper, job_uuid = "/usr/local/libexec/labqueue-jobdir", "00000000-0000-0000-0000-000000000000"
 
-    assert sudo("-u", "student1", "/usr/bin/sbatch", "--version") == 0
-    assert sudo("-u", "student1", "/usr/local/libexec/labqueue-jobdir") == 2, "the helper ran (usage error)"
-    assert sudo("-u", "root", "/usr/bin/sbatch", "--version") != 0
-    assert sudo("-u", "nobody", "/usr/bin/sbatch", "--version") != 0, "nobody is not in the students group"
-    assert sudo("-u", "student1", "/bin/sh", "-c", "id") != 0
-    assert sudo("-u", "student1", "/usr/bin/squeue") != 0
+    def sudo(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["runuser", "-u", "labqueue", "--", "sudo", "-n", *argv],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def refused_by_sudo(*argv: str) -> bool:
+        done = sudo(*argv)
+        return done.returncode == 1 and "a password is required" in done.stderr
+
+    assert sudo("-u", "student1", "/usr/bin/scancel", "--version").returncode == 0
+    ran = sudo("-u", "student1", helper, "submit", "/usr/bin/sbatch", "/nonexistent", "student1", job_uuid, "--version")
+    assert ran.returncode == 3 and "/nonexistent cannot be opened" in ran.stderr, "the helper ran, and refused"
+    ran = sudo("-u", "student1", helper, "remove", "/nonexistent", "student1", job_uuid)
+    assert ran.returncode == 3 and "/nonexistent cannot be opened" in ran.stderr, "the helper ran, and refused"
+    assert refused_by_sudo("-u", "student1", "/usr/bin/sbatch", "--version"), "sbatch only through the helper"
+    assert refused_by_sudo("-u", "student1", helper, "submit", "/bin/sh", "/x", "student1", job_uuid, "-c", "id")
+    assert refused_by_sudo("-u", "student1", helper, "submit", "/tmp/sbatch", "/x", "student1", job_uuid)
+    assert refused_by_sudo("-u", "student1", helper), "no mode: not in the rule"
+    assert refused_by_sudo("-u", "student1", helper, "prepare", "/x", "student1", job_uuid)
+    assert refused_by_sudo("-u", "root", helper, "remove", "/x", "root", job_uuid)
+    assert refused_by_sudo("-u", "root", "/usr/bin/scancel", "--version")
+    assert refused_by_sudo("-u", "nobody", "/usr/bin/scancel", "--version"), "nobody is not in the students group"
+    assert refused_by_sudo("-u", "student1", "/bin/sh", "-c", "id")
+    assert refused_by_sudo("-u", "student1", "/usr/bin/squeue")
 
 
 def test_the_sudoers_rule_the_readme_gives_is_the_one_installed_and_tested():

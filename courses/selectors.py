@@ -35,7 +35,9 @@ def course_get_for_user(*, user, slug: str, roles: tuple[str, ...] = tuple(Role)
 
 
 def assignment_get(*, course: Course, slug: str) -> Assignment:
-    return get_object_or_404(Assignment.objects.prefetch_related("datasets"), course=course, slug=slug)
+    assignment = get_object_or_404(Assignment.objects.prefetch_related("datasets"), course=course, slug=slug)
+    assignment.course = course  # the course the caller holds: not read a second time
+    return assignment
 
 
 def assignment_list(*, course: Course) -> QuerySet[Assignment]:

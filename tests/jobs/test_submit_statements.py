@@ -52,4 +52,3 @@ def test_submitting_costs_the_same_statements_for_a_first_job_and_after_a_long_h
 
     assert first == later == (PAGE_STATEMENTS, SUBMIT_STATEMENTS)
     assert Job.objects.filter(user=student).count() == 3 + 90
-

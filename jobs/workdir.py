@@ -55,13 +55,7 @@ def workdir_submit(spec: slurm.JobSpec, *, script: str, files: list[tuple[str, P
     Idempotent up to sbatch: a second call rewrites the same content.
     """
     netid = spec.run_as
-    try:
-        pwd.getpwnam(netid)
-    except KeyError:
-        raise WorkdirError(
-            f"The cluster has no account named '{netid}', so the job cannot run as you. "
-            "Ask the course staff or research computing to create your cluster account."
-        )
+    _account_check(netid)
     root = Path(spec.workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
     with tempfile.TemporaryFile() as listing:
         _pack(listing, script=script, files=files)
@@ -79,6 +73,36 @@ def workdir_submit(spec: slurm.JobSpec, *, script: str, files: list[tuple[str, P
             raise WorkdirUnavailable(
                 f"the job directory could not be prepared: the helper and sbatch did not finish within {timeout:g} s"
             ) from error
+
+
+def workdir_probe(*, workdir: str, netid: str, script: str) -> None:
+    """What workdir_submit does, with sbatch asked only for its version (manage.py doctor): the helper makes
+    the job directory as the student and writes the script, and the sudoers rule lets it run sbatch.
+
+    Raises WorkdirError (the helper or sbatch refused) or WorkdirUnavailable (they could not be run)."""
+    _account_check(netid)
+    root = Path(workdir)
+    with tempfile.TemporaryFile() as listing:
+        _pack(listing, script=script, files=[])
+        listing.seek(0)
+        try:
+            helper = [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(root.parent.parent)]
+            argv = [*helper, netid, root.name, "--version"]
+            runner.run(argv, run_as=netid, stdin=listing, timeout=settings.LABQUEUE_JOBDIR_TIMEOUT)
+        except slurm.SlurmRejected as refusal:
+            raise WorkdirError(str(refusal)) from refusal
+        except slurm.SlurmUnavailable as error:
+            raise WorkdirUnavailable(f"the job directory could not be prepared: {error}") from error
+
+
+def _account_check(netid: str) -> None:
+    try:
+        pwd.getpwnam(netid)
+    except KeyError:
+        raise WorkdirError(
+            f"The cluster has no account named '{netid}', so the job cannot run as you. "
+            "Ask the course staff or research computing to create your cluster account."
+        )
 
 
 def _pack(listing, *, script: str, files: list[tuple[str, Path]]) -> None:

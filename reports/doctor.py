@@ -27,7 +27,7 @@ from django.utils import timezone
 
 import slurm
 from courses.scripting import SCRIPT_NAME
-from jobs.workdir import WorkdirError, WorkdirUnavailable, job_workdir, workdir_prepare
+from jobs.workdir import WorkdirError, WorkdirUnavailable, job_workdir, workdir_probe
 from portal.celery import app
 from portal.identity import netid_refusal
 from reports.health import PERIODS_BEHIND, job_sync_last, job_sync_period
@@ -296,7 +296,7 @@ def _job_files(user: str | None) -> Result:
         return Result("job files", FAIL, refusal, "Give --user a student's cluster account.")
     workdir = job_workdir(netid=user, job_uuid=PROBE_JOB_UUID)
     try:
-        workdir_prepare(workdir=str(workdir), netid=user, script="# written by manage.py doctor\n", files=[])
+        workdir_probe(workdir=str(workdir), netid=user, script="# written by manage.py doctor\n")
     except (WorkdirError, WorkdirUnavailable) as error:
         return Result(
             "job files",

@@ -69,19 +69,7 @@ def _dispatch(job: Job) -> None:
                 Job.objects.filter(pk=job.pk).update(
                     submit_attempts=F("submit_attempts") + 1, reservation=job.reservation
                 )
-            spec = slurm.JobSpec(
-                script_path=str(Path(job.workdir) / SCRIPT_NAME),
-                run_as=job.run_as,
-                account=job.account,
-                partition=job.partition,
-                job_name=job.slurm_name,
-                workdir=job.workdir,
-                stdout=str(Path(job.workdir) / job.stdout_name),
-                stderr=str(Path(job.workdir) / job.stderr_name),
-                reservation=job.reservation,
-                qos=job.qos,
-            )
-            slurm_id = workdir_submit(spec, script=job.script, files=files)
+            slurm_id = workdir_submit(job_spec(job), script=job.script, files=files)
     except slurm.SlurmUnavailable as error:
         job_transition(
             job=job,
@@ -116,6 +104,23 @@ def _dispatch(job: Job) -> None:
     )
     if Job.objects.filter(pk=job.pk, cancel_requested=True).exists():
         job_scancel_enqueue(job.pk)
+
+
+def job_spec(job: Job) -> slurm.JobSpec:
+    """What sbatch is asked for this job: its script, account, partition, name, directory and logs."""
+    workdir = Path(job.workdir)
+    return slurm.JobSpec(
+        script_path=str(workdir / SCRIPT_NAME),
+        run_as=job.run_as,
+        account=job.account,
+        partition=job.partition,
+        job_name=job.slurm_name,
+        workdir=job.workdir,
+        stdout=str(workdir / job.stdout_name),
+        stderr=str(workdir / job.stderr_name),
+        reservation=job.reservation,
+        qos=job.qos,
+    )
 
 
 def _last_line_of_defence(job: Job) -> str:

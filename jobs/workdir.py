@@ -62,8 +62,7 @@ def workdir_submit(spec: slurm.JobSpec, *, script: str, files: list[tuple[str, P
         listing.seek(0)
         timeout = settings.LABQUEUE_JOBDIR_TIMEOUT
         try:
-            helper = [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(root.parent.parent)]
-            return slurm.submit(spec, through=[*helper, netid, root.name], stdin=listing, timeout=timeout)
+            return slurm.submit(spec, through=_helper_submit(root), stdin=listing, timeout=timeout)
         except slurm.SlurmMisconfigured as error:  # sudo or the helper could not run: nothing was done
             raise WorkdirUnavailable(f"the job directory could not be prepared: {error}") from error
         except slurm.SlurmTimeout as error:
@@ -86,13 +85,18 @@ def workdir_probe(*, workdir: str, netid: str, script: str) -> None:
         _pack(listing, script=script, files=[])
         listing.seek(0)
         try:
-            helper = [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(root.parent.parent)]
-            argv = [*helper, netid, root.name, "--version"]
+            argv = [*_helper_submit(root), "--version"]
             runner.run(argv, run_as=netid, stdin=listing, timeout=settings.LABQUEUE_JOBDIR_TIMEOUT)
         except slurm.SlurmRejected as refusal:
             raise WorkdirError(str(refusal)) from refusal
         except slurm.SlurmUnavailable as error:
             raise WorkdirUnavailable(f"the job directory could not be prepared: {error}") from error
+
+
+def _helper_submit(workdir: Path) -> list[str]:
+    """The helper's `submit` command line for <job root>/<netid>/<job uuid>, up to sbatch's arguments."""
+    job_root, netid = workdir.parent.parent, workdir.parent.name
+    return [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(job_root), netid, workdir.name]
 
 
 def _account_check(netid: str) -> None:

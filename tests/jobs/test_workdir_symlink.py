@@ -14,8 +14,8 @@ from pathlib import Path
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-import slurm
 from courses.scripting import SCRIPT_NAME
+from jobs.dispatch import job_spec
 from jobs.models import Job, Status
 from jobs.workdir import staging_dir, workdir_submit
 from slurm.runner import command_log
@@ -89,17 +89,7 @@ def test_a_job_directory_made_for_a_submission_and_its_files_belong_to_the_stude
     staged = [(path.name, path) for path in staging_dir(str(job.uuid)).iterdir()]
     assert [name for name, _ in staged] == ["data.csv"]
 
-    spec = slurm.JobSpec(
-        script_path=str(Path(job.workdir) / SCRIPT_NAME),
-        run_as=job.run_as,
-        account=job.account,
-        partition=job.partition,
-        job_name=job.slurm_name,
-        workdir=job.workdir,
-        stdout=str(Path(job.workdir) / job.stdout_name),
-        stderr=str(Path(job.workdir) / job.stderr_name),
-    )
-    slurm_id = workdir_submit(spec, script=job.script, files=staged)
+    slurm_id = workdir_submit(job_spec(job), script=job.script, files=staged)
 
     account, portal_group = pwd.getpwnam("student1"), grp.getgrnam("labqueue")
     workdir = Path(job.workdir)

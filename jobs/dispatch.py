@@ -297,7 +297,7 @@ def _dead_here(owner: str) -> bool:
     return False
 
 
-def jobs_requeue_stale() -> int:
+def jobs_requeue_stale() -> None:
     """Re-send jobs whose submit task was lost (broker down when it was sent, broker restart, worker
     crash). A job whose task could not be sent is sent again at once; one whose sending process died on
     this host once the helper and sbatch it started have surely given up (LABQUEUE_JOBDIR_TIMEOUT, the limit
@@ -327,7 +327,6 @@ def jobs_requeue_stale() -> int:
     for pk in list(cancels.values_list("pk", flat=True)):
         Job.objects.filter(pk=pk).update(enqueue_failed=False)
         job_scancel_enqueue(pk)
-    return len(interrupted) + len(stale)
 
 
 def jobs_leave_ended_labs() -> int:

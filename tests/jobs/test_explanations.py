@@ -1,5 +1,7 @@
 """Every catalogue entry is produced for real on the lab cluster and explained on the job page."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -120,6 +122,10 @@ def test_a_job_slurm_refuses_is_explained(client, student, course, change, key, 
     assert job.explanation_key == key
     page = explanation_on_page(client, job)
     assert words in page and "Slurm said:" in page
+    if key == "time-limit-invalid":  # the retry form starts from the job's own minutes, for the student to lower
+        retry = client.get(reverse("jobs:job-retry", args=[job.uuid]))
+        assert retry.status_code == 200
+        assert re.search(r'<input[^>]*name="minutes"[^>]*value="600"', retry.content.decode())
 
 
 def test_a_held_job_explains_why_it_waits(client, student, course):

@@ -169,8 +169,8 @@ def local_failure(job: Job, *, reason: str) -> bool:
 def _job_files(job: Job) -> list[tuple[str, Path]]:
     files = [(starter.name, Path(starter.file.path)) for starter in job.assignment.starter_files.all()]
     staged = staging_dir(str(job.uuid))
-    if staged.is_dir():
-        files += [(path.name, path) for path in sorted(staged.iterdir()) if path.is_file()]
+    if staged.is_dir():  # every entry: one that is not a regular file is refused with its name, never skipped
+        files += [(path.name, path) for path in sorted(staged.iterdir())]
     return files
 
 

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.dispatch import job_dispatch
+from jobs.dispatch import job_dispatch, job_scancel
+from jobs.models import Status
 from portal.celery import app
+from slurm import SlurmUnavailable
 from tests.conftest import job_row
 from tests.service_account import service_argv, service_env, service_media, stop  # noqa: F401 (a fixture)
 
@@ -73,6 +75,18 @@ def test_the_workers_log_lines_while_it_handles_a_job_carry_the_jobs_uuid(studen
     assert "no longer enrolled" in line["message"]
     logging.getLogger("jobs.dispatch").info("after the job")
     assert "job" not in log_lines()[-1]
+
+
+def test_the_workers_log_lines_while_it_cancels_a_job_carry_the_jobs_uuid(settings, student, assignment, log_lines):
+    settings.SLURM_BIN_DIR = str(REPO / "no-such-folder")  # scancel cannot run: the worker logs why
+    job = job_row(student, assignment, status=Status.RUNNING, slurm_job_id="4242")
+
+    with pytest.raises(SlurmUnavailable):
+        job_scancel(job_id=job.pk)
+
+    [line] = [line for line in log_lines() if line["logger"] == "slurm.runner"]
+    assert line["job"] == str(job.uuid)
+    assert line["level"] == "WARNING" and "scancel 4242 failed" in line["message"]
 
 
 def _output_once_ready(argv: list[str], env: dict[str, str], log: Path, *, ready: str) -> str:

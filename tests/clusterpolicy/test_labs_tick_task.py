@@ -10,9 +10,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import LabSession
+from courses.models import Assignment, LabSession
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import job_dispatch, labs_tick
+from slurm.runner import command_log
 from tests.behaviour_helpers import (
     cancel_slurm_jobs,
     research_job,
@@ -21,7 +22,7 @@ from tests.behaviour_helpers import (
     squeue_field,
     wait_until,
 )
-from tests.conftest import submit_form, wait_for_status
+from tests.conftest import job_row, submit_form, wait_for_status
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -202,6 +203,16 @@ def test_a_job_still_waiting_when_the_instructor_cancels_the_lab_goes_back_to_th
     client, instructor, waiting_in_lab
 ):
     session, job = waiting_in_lab
+    # A job that already ran in the lab keeps its record: only jobs still waiting for it are moved.
+    ran = job_row(
+        job.user, job.assignment, status=Status.COMPLETED, slurm_job_id="999999", reservation=session.reservation_name
+    )
+    # So does a job waiting for another lab's reservation.
+    other = job_row(
+        job.user, job.assignment, status=Status.PENDING, slurm_job_id="999998", reservation="lq-cs101-other-lab"
+    )
+    fields = ("status", "slurm_job_id", "reservation", "updated_at")
+    before = {pk: Job.objects.filter(pk=pk).values(*fields).get() for pk in (ran.pk, other.pk)}
     client.force_login(instructor)
     assert client.post(reverse("courses:lab-cancel", args=["cs101", session.uuid])).status_code == 302
 
@@ -210,3 +221,39 @@ def test_a_job_still_waiting_when_the_instructor_cancels_the_lab_goes_back_to_th
     session.refresh_from_db()
     assert session.state == State.CANCELLED and session.message == ""
     assert_back_in_the_normal_queue_and_runs(session, job)
+    assert {pk: Job.objects.filter(pk=pk).values(*fields).get() for pk in (ran.pk, other.pk)} == before
+    assert not JobEvent.objects.filter(job__in=[ran, other]).exists()
+
+
+def test_a_lab_cancelled_while_a_students_job_runs_in_it_keeps_its_reservation_until_the_job_ends(
+    client, instructor, student, course, cleanup
+):
+    """Slurm refuses to remove a reservation a job runs in: the lab says so, its running job is left as it is,
+    and each tick asks Slurm once (not again after finding no waiting job to move)."""
+    Assignment.objects.create(course=course, slug="long", title="Long", script_template="sleep 300\n", gpus=0)
+    session = schedule(client, instructor, starts_in=timedelta(minutes=-1), minutes=30)
+    labs_tick()
+    session.refresh_from_db()
+    assert session.state == State.RESERVED
+    client.force_login(student)
+    assert client.post(reverse("jobs:job-create", args=["cs101", "long"]), submit_form(gpus="0")).status_code == 302
+    job = Job.objects.get()
+    job_dispatch(job.pk)
+    job.refresh_from_db()
+    cleanup.append(job.slurm_job_id)
+    job = wait_for_status(job, Status.RUNNING)
+    assert job.reservation == session.reservation_name
+    client.force_login(instructor)
+    assert client.post(reverse("courses:lab-cancel", args=["cs101", session.uuid])).status_code == 302
+
+    with command_log() as commands:
+        labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.CANCELLED and session.reservation_active
+    assert session.message.startswith("The reservation is removed once the jobs still running in it end (Slurm: ")
+    assert len([command for command in commands if "delete" in command.argv]) == 1
+    job.refresh_from_db()
+    assert (job.status, job.reservation) == (Status.RUNNING, session.reservation_name)
+    assert squeue_field(job.slurm_job_id, "%v") == session.reservation_name
+    assert not JobEvent.objects.filter(job=job, cause__contains="normal queue").exists()

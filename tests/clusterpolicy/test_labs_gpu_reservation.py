@@ -17,7 +17,7 @@ from courses.models import LabSession
 from jobs.models import Job, Status
 from jobs.tasks import job_dispatch, labs_tick
 from tests.behaviour_helpers import cancel_slurm_jobs, research_job, reservation_text, slurm, squeue_field, wait_until
-from tests.conftest import submit_form, wait_for_status
+from tests.conftest import cancel_jobs_under, submit_form, wait_for_status
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -31,13 +31,14 @@ def slurm_version() -> tuple[int, int]:
 
 
 @pytest.fixture
-def research_jobs(db):
+def research_jobs(db, job_root):
     """Research jobs the test submits, and the labs' reservations, are gone afterwards, even on failure."""
     ids: list[str] = []
     try:
         yield ids
     finally:
         cancel_slurm_jobs(ids=ids)
+        cancel_jobs_under(job_root)  # a portal job still waiting in a reservation keeps it in use
         for session in LabSession.objects.exclude(reservation_name=""):
             name = session.reservation_name
             wait_until(lambda name=name: deleted(name), timeout=30, what=f"reservation {name} to be deleted")

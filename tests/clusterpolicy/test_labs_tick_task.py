@@ -22,7 +22,7 @@ from tests.behaviour_helpers import (
     squeue_field,
     wait_until,
 )
-from tests.conftest import job_row, submit_form, wait_for_status
+from tests.conftest import cancel_jobs_under, job_row, submit_form, wait_for_status
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -34,13 +34,14 @@ def utc(settings):
 
 
 @pytest.fixture(autouse=True)
-def cleanup(db):
+def cleanup(db, job_root):
     """Cancel the test's jobs (and those it lists), then delete its labs' reservations, even on failure."""
     extra_ids: list[str] = []
     try:
         yield extra_ids
     finally:
         cancel_slurm_jobs(ids=extra_ids)
+        cancel_jobs_under(job_root)  # a portal job still waiting in a reservation keeps it in use
         for session in LabSession.objects.all():
             name = session.reservation_name or f"lq-{session.course.slug}-{session.pk}"
             # A reservation is "in use" until the cancelled jobs in it are gone.

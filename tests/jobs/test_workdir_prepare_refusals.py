@@ -5,6 +5,7 @@ SLURM_BIN_DIR points at an empty folder, so even a wrong behaviour cannot submit
 cluster; the tests check that no Slurm command was tried at all.
 """
 
+import html
 import os
 import pwd
 from pathlib import Path
@@ -51,9 +52,13 @@ def test_a_student_without_an_account_on_the_cluster_gets_a_refused_job_saying_s
     assert commands == []
     job.refresh_from_db()
     assert job.status == Status.REJECTED and job.ended_at is not None
-    assert job.message.startswith("The cluster has no account named 'lqnoaccount', so the job cannot run as you.")
+    message = (
+        "The cluster has no account named 'lqnoaccount', so the job cannot run as you. "
+        "Ask the course staff or research computing to create your cluster account."
+    )
+    assert job.message == message
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
-    assert "Ask the course staff or research computing to create your cluster account." in page
+    assert html.escape(message) in page
 
 
 @pytest.mark.parametrize("name", ["job.sh", ".bashrc"])

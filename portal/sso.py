@@ -263,14 +263,10 @@ def _trust_settings(item: Mapping) -> dict:
 
 
 def saml_attribute_mapping(netid_claim: str) -> dict[str, list[str]]:
-    """allauth's SAML attribute mapping; `uid` (the stable account key) is the netid claim."""
-    uid = list(CLAIM_ALIASES.get(netid_claim, (netid_claim,)))
-    return {
-        "uid": uid,
-        "email": list(CLAIM_ALIASES["email"]),
-        "first_name": list(CLAIM_ALIASES["given_name"]),
-        "last_name": list(CLAIM_ALIASES["family_name"]),
-    }
+    """allauth's SAML attribute mapping: only `uid` (the stable account key), the netid claim. The person's
+    e-mail and names come from the identity (identity_from_claims, under every name of each claim), which
+    SocialAccountAdapter.populate_user puts on the user over whatever allauth mapped."""
+    return {"uid": list(CLAIM_ALIASES.get(netid_claim, (netid_claim,)))}
 
 
 def saml_app(idp: Mapping, netid_claim: str) -> dict:

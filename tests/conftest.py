@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 
 from courses.models import Assignment, Course, Dataset, Role
 from jobs.dispatch import job_dispatch, jobs_sync
@@ -243,6 +245,16 @@ def submit_form(**overrides) -> dict:
     }
     data.update(overrides)
     return data
+
+
+def submitted(client, user, **files: bytes) -> Job:
+    """A job `user` submitted through the job form of cs101's hello assignment, uploading `files` (name: bytes)."""
+    client.force_login(user)
+    uploads = [SimpleUploadedFile(name, content) for name, content in files.items()]
+    form = submit_form(**({"uploads": uploads} if uploads else {}))
+    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return Job.objects.filter(user=user).latest("pk")
 
 
 def dispatch(job: Job) -> Job:

@@ -4,12 +4,11 @@ import threading
 
 import pytest
 from django.db import connection, transaction
-from django.urls import reverse
 
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import job_dispatch
 from tests.behaviour_helpers import slurm_cleanup, slurm_job_ids, wait_until
-from tests.conftest import submit_form
+from tests.conftest import submitted
 
 pytestmark = pytest.mark.slurm
 
@@ -20,14 +19,8 @@ def cancel_jobs_at_end(db):
         yield
 
 
-def submit(client, student) -> Job:
-    client.force_login(student)
-    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    return Job.objects.get()
-
-
 def test_a_replayed_submit_task_for_a_pending_job_does_nothing(client, student, assignment):
-    job = submit(client, student)
+    job = submitted(client, student)
     job_dispatch(job.pk)
     job.refresh_from_db()
     assert job.status == Status.PENDING
@@ -53,7 +46,7 @@ def lock_waiters() -> int:
 
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_dispatching_the_same_job_at_once_send_it_to_slurm_once(client, student, assignment):
-    job = submit(client, student)
+    job = submitted(client, student)
     errors: list[BaseException] = []
 
     def worker() -> None:

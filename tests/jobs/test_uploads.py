@@ -1,7 +1,10 @@
 """Files a student uploads, and an assignment's starter files, land in the job's directory."""
 
+from pathlib import Path
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.http import HttpResponse
 from django.urls import reverse
 
 from courses.models import StarterFile
@@ -73,3 +76,52 @@ def test_another_session_cannot_use_kept_files(client, student, classmate, assig
     job = Job.objects.get()
     assert job.user == classmate
     assert not (staging_dir(str(job.uuid)) / "secret.txt").exists()
+
+
+def refused_with(client, name: str, content: bytes, token: str = "") -> HttpResponse:
+    """A form refused for its EPOCHS, choosing one file (and carrying `token`)."""
+    form = {**submit_form(param_EPOCHS="99"), "uploads": [SimpleUploadedFile(name, content)]}
+    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), {**form, "upload_token": token})
+    assert response.status_code == 400
+    return response
+
+
+def staged_with(client, token: str) -> list[str]:
+    """Submit the corrected form carrying `token`; the names of the files the new job was given."""
+    response = client.post(
+        reverse("jobs:job-create", args=["cs101", "hello"]), {**submit_form(), "upload_token": token}
+    )
+    assert response.status_code == 302
+    staged = staging_dir(str(Job.objects.latest("pk").uuid))
+    return sorted(path.name for path in staged.iterdir()) if staged.exists() else []
+
+
+def test_files_chosen_on_two_refused_forms_in_a_row_all_reach_the_corrected_one(client, student, assignment, settings):
+    client.force_login(student)
+    token = refused_with(client, "notes.txt", b"first\n").context["upload_token"]
+    assert (Path(settings.MEDIA_ROOT) / "pending" / token / "notes.txt").read_bytes() == b"first\n", (
+        "kept where docs/records.md tells operators to look"
+    )
+
+    again = refused_with(client, "more.txt", b"second\n", token)
+    assert again.context["kept_uploads"] == ["more.txt", "notes.txt"]
+
+    assert staged_with(client, again.context["upload_token"]) == ["more.txt", "notes.txt"]
+    assert not (Path(settings.MEDIA_ROOT) / "pending" / token).exists(), "used: the kept copies are gone"
+
+
+def test_two_refused_forms_of_one_session_keep_their_own_files(client, student, assignment):
+    client.force_login(student)
+    first = refused_with(client, "first.txt", b"1\n").context["upload_token"]
+    second = refused_with(client, "second.txt", b"2\n").context["upload_token"]
+
+    assert staged_with(client, first) == ["first.txt"]
+    assert staged_with(client, second) == ["second.txt"]
+
+
+def test_a_session_keeps_the_files_of_its_last_ten_refused_forms(client, student, assignment):
+    client.force_login(student)
+    tokens = [refused_with(client, f"try{n}.txt", b"x\n").context["upload_token"] for n in range(11)]
+
+    assert staged_with(client, tokens[0]) == [], "the oldest of eleven is no longer this session's"
+    assert staged_with(client, tokens[1]) == ["try1.txt"]

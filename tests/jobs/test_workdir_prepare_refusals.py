@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from django.core.files.base import ContentFile
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from courses.models import Role, StarterFile
@@ -20,7 +19,7 @@ from jobs.dispatch import job_dispatch
 from jobs.models import Job, Status
 from jobs.workdir import staging_dir
 from slurm import runner
-from tests.conftest import make_user, submit_form
+from tests.conftest import make_user, submitted
 
 
 @pytest.fixture
@@ -31,12 +30,6 @@ def no_slurm_tools(settings, tmp_path: Path) -> Path:
     return folder
 
 
-def submit(client, user) -> Job:
-    client.force_login(user)
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
-    return Job.objects.get(user=user)
-
-
 def test_a_student_without_an_account_on_the_cluster_gets_a_refused_job_saying_so(
     client, course, assignment, no_slurm_tools
 ):
@@ -44,7 +37,7 @@ def test_a_student_without_an_account_on_the_cluster_gets_a_refused_job_saying_s
     course.enrollments.create(user=newcomer, role=Role.STUDENT)
     with pytest.raises(KeyError):
         pwd.getpwnam("lqnoaccount")
-    job = submit(client, newcomer)
+    job = submitted(client, newcomer)
 
     with runner.command_log() as commands:
         job_dispatch(job_id=job.pk)
@@ -66,7 +59,7 @@ def test_a_starter_file_with_a_name_the_job_directory_cannot_take_refuses_the_jo
     client, student, assignment, name, no_slurm_tools
 ):
     StarterFile.objects.create(assignment=assignment, name=name, file=ContentFile(b"echo planted\n", name="starter"))
-    job = submit(client, student)
+    job = submitted(client, student)
 
     with runner.command_log() as commands:
         job_dispatch(job_id=job.pk)
@@ -80,10 +73,7 @@ def test_a_starter_file_with_a_name_the_job_directory_cannot_take_refuses_the_jo
 
 def submitted_with_upload(client, user) -> tuple[Job, Path]:
     """A job submitted with one uploaded file; the file as the web server staged it for the worker."""
-    client.force_login(user)
-    form = submit_form(uploads=[SimpleUploadedFile("data.csv", b"a,b\n1,2\n")])
-    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form).status_code == 302
-    job = Job.objects.get(user=user)
+    job = submitted(client, user, **{"data.csv": b"a,b\n1,2\n"})
     staged = staging_dir(str(job.uuid)) / "data.csv"
     assert staged.read_bytes() == b"a,b\n1,2\n"
     return job, staged

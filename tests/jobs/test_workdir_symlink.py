@@ -11,7 +11,6 @@ import os
 import pwd
 from pathlib import Path
 
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from courses.scripting import SCRIPT_NAME
@@ -20,16 +19,7 @@ from jobs.models import Job, Status
 from jobs.workdir import staging_dir, workdir_submit
 from slurm.runner import command_log
 from tests.behaviour_helpers import slurm_job_ids
-from tests.conftest import dispatch, submit_form
-
-
-def submitted(client, student, **files) -> Job:
-    client.force_login(student)
-    uploads = [SimpleUploadedFile(name, content) for name, content in files.items()]
-    form = submit_form(**({"uploads": uploads} if uploads else {}))
-    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form)
-    assert response.status_code == 302, response.content.decode()[:2000]
-    return Job.objects.get()
+from tests.conftest import dispatch, submitted
 
 
 def assert_refused_before_sbatch(client, job: Job, commands) -> None:

@@ -15,6 +15,7 @@ import pytest
 from allauth.account.models import EmailAddress
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from jobs.models import Job, JobNote, Status
@@ -26,7 +27,7 @@ from reports.models import UsageRecord
 from reports.pseudonyms import pseudonym
 from reports.queries import ReportRange
 from tests.behaviour_helpers import job_that_ran
-from tests.conftest import job_row
+from tests.conftest import job_row, submit_form
 from tests.service_account import manage_as_service_account, manage_in_process, service_media  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
@@ -135,6 +136,26 @@ def test_forgetting_removes_their_files_and_personal_data_and_keeps_their_jobs_u
 
     again = forget(settings, "student1")
     assert again.returncode != 0 and "No person in the portal has the cluster username 'student1'" in again.stderr
+
+
+def test_forgetting_a_person_removes_the_files_their_sessions_kept_from_refused_forms_and_no_one_elses(
+    client, student, classmate, assignment, settings
+):
+    kept = {}
+    for person in (student, classmate):
+        browser = client.__class__()
+        browser.force_login(person)
+        form = {**submit_form(param_EPOCHS="99"), "uploads": [SimpleUploadedFile("draft.txt", b"half done\n")]}
+        refused = browser.post(reverse("jobs:job-create", args=["cs101", "hello"]), form)
+        assert refused.status_code == 400
+        kept[person.netid] = Path(settings.MEDIA_ROOT, "pending", refused.context["upload_token"], "draft.txt")
+        assert kept[person.netid].is_file()
+
+    done = manage_in_process("forget_person", "student1")
+
+    assert done.returncode == 0, done.stderr
+    assert not kept["student1"].parent.exists()
+    assert kept["student2"].read_bytes() == b"half done\n"
 
 
 def test_a_person_with_a_job_not_finished_is_refused_with_what_to_do(student, assignment, settings):

@@ -41,7 +41,21 @@ def test_an_unscoped_netid_claim_is_refused_by_an_idp_bound_to_scopes():
 @pytest.mark.parametrize("claim", ["email", "mail", "urn:oid:0.9.2342.19200300.100.1.3"])
 @pytest.mark.parametrize(
     "verified, accepted",
-    [(None, False), ("false", False), (False, False), (["true", "false"], False), (True, True), ("true", True)],
+    [
+        (None, False),
+        ("false", False),
+        (False, False),
+        ("no", False),
+        (["true", "false"], False),
+        (True, True),
+        ("true", True),
+        # The spellings allauth's own SAML provider takes as true, in any case and with spaces around.
+        (" TRUE ", True),
+        ("1", True),
+        ("Yes", True),
+        ("t", True),
+        ("Y", True),
+    ],
 )
 def test_a_netid_from_any_name_of_the_email_claim_needs_one_true_email_verified(claim, verified, accepted):
     rules = sso.SsoRules(netid_claim=claim)

@@ -24,6 +24,17 @@ def test_a_saml_idp_without_single_logout_gets_no_slo_address() -> None:
     assert app["name"] == "Campus login"
 
 
+def test_a_saml_idp_given_by_its_metadata_address_is_read_from_there() -> None:
+    idp = {"id": "campus", "entity_id": "https://idp.example.edu/idp/shibboleth", "metadata_url": "https://idp/md"}
+
+    app = sso.saml_app(idp, "eppn")
+
+    assert app["settings"]["idp"] == {
+        "entity_id": "https://idp.example.edu/idp/shibboleth",
+        "metadata_url": "https://idp/md",
+    }
+
+
 def test_a_saml_idp_with_single_logout_and_its_own_sp_entity_id_keeps_both() -> None:
     idp = {
         **SAML_BY_HAND,
@@ -91,6 +102,12 @@ def test_an_oidc_providers_scope_token_auth_method_and_pkce_choice_reach_allauth
         "token_auth_method": "client_secret_post",
     }
     assert app["secret"] == "s3cret"
+
+
+def test_an_oidc_provider_is_shown_under_its_own_name() -> None:
+    app = sso.oidc_app({"id": "c", "name": "Example University", "server_url": "https://op", "client_id": "x"})
+
+    assert app["name"] == "Example University"
 
 
 def test_no_idps_configured_means_no_apps() -> None:

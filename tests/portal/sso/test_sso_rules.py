@@ -72,10 +72,11 @@ def test_a_group_mapping_with_an_unknown_role_is_a_configuration_error():
         sso.parse_group_roles({"g": "cs101:professor"})
 
 
-def test_the_account_check_asks_getent():
+def test_the_account_check_asks_getent_and_keeps_its_answer_out_of_the_portals_output(capfd):
     assert sso.account_exists("root", "getent")
     assert not sso.account_exists("no-such-user-here", "getent")
     assert sso.account_exists("no-such-user-here", "none")
+    assert capfd.readouterr() == ("", ""), "no passwd line or getent message in the web server's log"
 
 
 def test_the_posix_rule_is_the_same_as_the_user_model_s():

@@ -144,9 +144,10 @@ def netid_from(value: str, pattern: str) -> str:
 
 
 def _scope(value: str) -> str:
-    """The scope of ``name@scope`` (lowercased), or "" for a value without one."""
-    name, at, scope = value.strip().rpartition("@")
-    return scope.lower() if at and name else ""
+    """The scope of ``name@scope`` (lowercased), or "" for a value without exactly one "@" between a name and
+    a scope: "jdoe@partner.org@example.edu" is in no scope, whichever end an IdP's trust would be read from."""
+    name, at, scope = value.strip().partition("@")
+    return scope.lower() if name and at and scope and "@" not in scope else ""
 
 
 def _is_true(values: list[str]) -> bool:

@@ -30,6 +30,15 @@ def test_a_name_outside_the_idps_scopes_is_refused_even_when_the_campus_pattern_
         identity({"eppn": "root@example.edu"}, partner, rules)
 
 
+def test_a_name_with_more_than_one_at_sign_is_in_no_scope_even_when_the_campus_pattern_allows_it():
+    lax = sso.SsoRules(netid_pattern=r"([^@]+)@.+")
+
+    assert identity({"eppn": "jdoe@example.edu"}, rules=lax).netid == "jdoe"
+    for name in ("jdoe@partner.example.org@example.edu", "jdoe@example.edu@partner.example.org"):
+        with pytest.raises(sso.IdentityRefused, match="may not vouch"):
+            identity({"eppn": name}, rules=lax)
+
+
 def test_an_unscoped_netid_claim_is_refused_by_an_idp_bound_to_scopes():
     rules = sso.SsoRules(netid_claim="uid", netid_pattern=r"^([a-z0-9]+)$")
 
@@ -90,7 +99,15 @@ def test_an_eppn_needs_no_email_verification():
     ],
 )
 def test_a_scoped_affiliation_counts_only_in_a_scope_the_idp_may_assert(trust, counted):
-    offered = ["staff@example.edu", "staff@med.example.edu", "staff@other.org", "staff@", "@example.edu", "staff"]
+    offered = [
+        "staff@example.edu",
+        "staff@med.example.edu",
+        "staff@other.org",
+        "staff@",
+        "@example.edu",
+        "staff",
+        "staff@med@example.edu",
+    ]
 
     def affiliations(value: str) -> frozenset[str]:
         return identity({"eppn": "jdoe@example.edu", "eduPersonScopedAffiliation": [value]}, trust).affiliations
@@ -111,7 +128,11 @@ def test_staff_at_another_organisation_is_not_staff():
 def test_without_scopes_or_a_scoped_netid_no_scoped_affiliation_counts():
     rules = sso.SsoRules(netid_claim="uid", netid_pattern=r"^([a-z0-9]+)$", staff_affiliations=frozenset({"staff"}))
     person = identity(
-        {"uid": "jdoe", "eduPersonScopedAffiliation": ["staff@example.edu"], "affiliation": "member"},
+        {
+            "uid": "jdoe",
+            "eduPersonScopedAffiliation": ["staff@example.edu", "staff", "staff@"],
+            "affiliation": "member",
+        },
         sso.IdpTrust(),
         rules,
     )

@@ -22,7 +22,7 @@ COVERAGE :=
 COVERAGE_CRITICAL := @echo "coverage floors: checked only when the whole suite runs"
 endif
 
-.PHONY: demo test test-slurm24 lint mutate prereqs cluster services venv clean-venv slurm24 slurm24-down
+.PHONY: demo test test-slurm24 lint mutate mutate-pure prereqs cluster services venv clean-venv slurm24 slurm24-down
 
 demo: prereqs venv cluster services
 	scripts/demo
@@ -45,6 +45,9 @@ test-slurm24: prereqs venv services slurm24
 # Mutation testing of the critical paths (slow: see README); MUTANTS='jobs.workdir*' narrows it.
 mutate: prereqs venv cluster services
 	$(TEST_ENV) scripts/mutate $(MUTANTS)
+
+mutate-pure: venv
+	$(TEST_ENV) scripts/mutate --pure $(MUTANTS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -57,10 +57,29 @@ def pytest_configure(config) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+# What a test needs that makes it impure: the database (and the client, whose sessions live there) or a server.
+IMPURE_FIXTURES = {"db", "transactional_db", "django_db_setup", "client", "admin_client", "live_server"}
+
+
+def _pure(item: pytest.Item) -> bool:
+    """A test that needs neither the database nor the lab cluster (the `slurm` marker)."""
+    return not (
+        IMPURE_FIXTURES & set(item.fixturenames)
+        or item.get_closest_marker("django_db")
+        or item.get_closest_marker("slurm")
+    )
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """Under `make mutate`, the fastest tests run first. mutmut stops at a mutant's first failing test (-x)
+    """LABQUEUE_TESTS_PURE_ONLY=1 keeps only the pure tests (`make mutate-pure`: mutants side by side, with
+    nothing shared to trip over).
+
+    Under `make mutate`, the fastest tests run first. mutmut stops at a mutant's first failing test (-x)
     and hands its tests over in no set order, so a killed mutant would otherwise often wait for a slow
     cluster test before the quick one that catches it. The durations are those mutmut measured."""
+    if os.environ.get("LABQUEUE_TESTS_PURE_ONLY"):
+        config.hook.pytest_deselected(items=[item for item in items if not _pure(item)])
+        items[:] = [item for item in items if _pure(item)]
     stats = Path("mutmut-stats.json")
     if not os.environ.get("MUTANT_UNDER_TEST") or not stats.exists():
         return

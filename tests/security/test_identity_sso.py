@@ -41,7 +41,11 @@ def test_an_idp_vouching_for_root_or_a_system_account_is_refused(live_server, id
     assert response.status_code == 403 and reason in response.text
     assert "This sign-in cannot be used here" in response.text
     assert not User.objects.filter(netid=netid).exists()
-    assert [message for message in refusals(caplog) if reason in message and f"{netid}@example.edu" in message]
+    provider = sso.providers["saml"]["APPS"][0]["provider_id"] if idp.kind == "saml" else OIDC_ID  # the IdP's entity id
+    logged = f"SSO login refused ({provider}): “{netid}” {reason}"
+    assert [
+        message for message in refusals(caplog) if message.startswith(logged) and f"{netid}@example.edu" in message
+    ], refusals(caplog)
 
 
 # --- each IdP asserts names in its own scope only ------------------------------------------------------

@@ -20,6 +20,7 @@ from django.urls import reverse
 
 from jobs.models import Job, JobNote, Status
 from jobs.services import job_note_add
+from jobs.uploads import SESSION_KEY
 from jobs.workdir import staging_dir
 from reports.course_report import course_report
 from reports.ingest import usage_ingest
@@ -150,12 +151,20 @@ def test_forgetting_a_person_removes_the_files_their_sessions_kept_from_refused_
         assert refused.status_code == 400
         kept[person.netid] = Path(settings.MEDIA_ROOT, "pending", refused.context["upload_token"], "draft.txt")
         assert kept[person.netid].is_file()
+    # Names no token can have, as a damaged session might hold: none may reach past the person's own folders.
+    session = browser.session
+    session[SESSION_KEY] = [*session[SESSION_KEY], "", ".", "..", "../elsewhere"]
+    session.save()
+    elsewhere = Path(settings.MEDIA_ROOT, "elsewhere", "keep.txt")
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("not a kept upload\n")
 
-    done = manage_in_process("forget_person", "student1")
+    done = manage_in_process("forget_person", "student2")
 
     assert done.returncode == 0, done.stderr
-    assert not kept["student1"].parent.exists()
-    assert kept["student2"].read_bytes() == b"half done\n"
+    assert not kept["student2"].parent.exists()
+    assert kept["student1"].read_bytes() == b"half done\n"
+    assert elsewhere.read_text() == "not a kept upload\n"
 
 
 def test_a_person_with_a_job_not_finished_is_refused_with_what_to_do(student, assignment, settings):

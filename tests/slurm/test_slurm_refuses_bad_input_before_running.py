@@ -135,3 +135,8 @@ def test_clearing_a_jobs_reservation_refuses_a_bad_job_id() -> None:
         reservations.job_reservation_clear("8 reservation=lq-other")
 
     assert commands == []
+
+
+def test_a_job_spec_without_an_account_says_only_that_the_account_is_required() -> None:
+    with pytest.raises(ValueError, match=r"^account is required$"):
+        JobSpec(**{**SPEC, "account": ""})

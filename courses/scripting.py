@@ -67,9 +67,12 @@ def _number(spec: dict, key: str, kind: type) -> int | float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValidationError(f"Parameter '{spec.get('name')}': '{key}' must be a number.")
-    if kind is int and not float(value).is_integer():
+    if kind is int and isinstance(value, float) and not value.is_integer():
         raise ValidationError(f"Parameter '{spec.get('name')}': '{key}' must be a whole number.")
-    return kind(value)
+    try:
+        return kind(value)
+    except OverflowError:  # a JSON integer beyond the range of a float
+        raise ValidationError(f"Parameter '{spec.get('name')}': '{key}' is too large a number.")
 
 
 def validate_schema(schema: object) -> list[dict]:
@@ -153,6 +156,8 @@ def coerce_value(spec: dict, raw: object) -> int | float | str:
             value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
         except ValueError:
             raise ValidationError("Enter a number.")
+        except OverflowError:  # a JSON integer beyond the range of a float, like "1e999" typed in the form
+            raise ValidationError("Enter a finite number.")
         if not math.isfinite(value):
             raise ValidationError("Enter a finite number.")
     elif kind == "choice":

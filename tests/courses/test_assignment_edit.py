@@ -181,6 +181,16 @@ def test_an_invalid_parameter_schema_is_explained(client, instructor):
     assert not Assignment.objects.exists()
 
 
+def test_a_number_too_large_for_a_float_in_the_parameters_is_explained_not_a_server_error(client, instructor):
+    client.force_login(instructor)
+    huge = "1" + "0" * 400  # JSON reads it as an integer that no float can hold
+    parameters = f'[{{"name": "RATE", "type": "float", "default": 0.5, "max": {huge}}}]'
+    response = client.post(create_url(), form_data(parameters=parameters))
+    assert response.status_code == 200
+    assert "Parameter 'RATE': 'max' is too large a number." in page_text(response)
+    assert not Assignment.objects.exists()
+
+
 def test_empty_parameters_mean_no_parameters(client, instructor):
     client.force_login(instructor)
     response = client.post(create_url(), form_data(parameters="", script_template="nvidia-smi\n"))

@@ -5,6 +5,8 @@ A first campus sign-in never links to an account with staff or superuser rights 
 test_identity_sso_privileged_link.py): here the person signs in once, and then an operator gives the
 linked account its rights by hand, as in the admin."""
 
+import logging
+
 from django.contrib.auth import get_user_model
 
 from .conftest import set_person, sso_login
@@ -12,17 +14,21 @@ from .conftest import set_person, sso_login
 User = get_user_model()
 
 
-def test_an_identity_that_now_gives_another_netid_is_refused_for_the_linked_account(live_server, sso):
+def test_an_identity_that_now_gives_another_netid_is_refused_for_the_linked_account(live_server, sso, caplog):
     # The OIDC account is keyed on the IdP's stable `sub`, so the same account comes back with a new eppn.
     assert sso_login(live_server.url, sso.oidc, "student4").status_code == 200
     set_person(sso, "student4", eppn="student3@example.edu")
 
-    response = sso_login(live_server.url, sso.oidc, "student4")
+    with caplog.at_level(logging.ERROR, logger="portal.auth"):
+        response = sso_login(live_server.url, sso.oidc, "student4")
 
     assert response.status_code == 403
     assert "linked to a different cluster user name" in response.text
     assert User.objects.get().netid == "student4", "the account keeps its netid..."
     assert not User.objects.filter(netid="student3").exists(), "...and nobody becomes student3"
+    assert [r.getMessage() for r in caplog.records if r.name == "portal.auth" and r.levelno == logging.ERROR] == [
+        "SSO identity student3@example.edu maps to student3, but its account has netid student4"
+    ], "the operators are told which identity and which two names"
 
 
 def test_a_linked_account_without_a_netid_gets_it_from_its_next_login(live_server, idp):

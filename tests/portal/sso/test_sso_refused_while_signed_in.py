@@ -3,12 +3,21 @@ second campus identity) stays signed in as before, and the refusal page shows it
 their name and the Log out button.
 """
 
+import pytest
 import requests
 
-from .conftest import PEOPLE, forms, post_form, sso_login
+from .conftest import PEOPLE, forms, post_form, set_person, sso_login
 
 
-def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(live_server, sso, course):
+@pytest.mark.parametrize(
+    "visitor, reason",
+    [
+        ({}, "not from a campus this portal serves"),
+        ({"eppn": "root@example.edu"}, "“root” is a reserved account on the cluster"),
+    ],
+)
+def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(live_server, sso, course, visitor, reason):
+    set_person(sso, "visitor", **visitor)
     browser = requests.Session()
     home = sso_login(live_server.url, sso.oidc, "student4", browser)
     assert home.url == f"{live_server.url}/"
@@ -19,6 +28,6 @@ def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(liv
     answer = post_form(browser, at_idp, "password", username="visitor", password=PEOPLE["visitor"]["password"])
     refused = post_form(browser, answer, "SAMLResponse")
 
-    assert refused.status_code == 403 and "not from a campus this portal serves" in refused.text
+    assert refused.status_code == 403 and reason in refused.text
     assert "Pat Four (student4)" in refused.text and "Log out" in refused.text
     assert browser.get(f"{live_server.url}/", timeout=10).url == f"{live_server.url}/"

@@ -157,3 +157,90 @@ def test_what_an_idp_may_vouch_for_travels_in_its_allauth_app_settings(item, tru
 
     assert sso.idp_trust(saml["settings"]) == trust
     assert sso.idp_trust(oidc["settings"]) == trust
+
+
+# --- what each refusal says, and names read in every form a campus may configure ------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, rules, reason",
+    [
+        (
+            {"eppn": "jdoe@elsewhere.org"},
+            sso.SsoRules(),
+            "Your campus identity is not from a campus this portal serves.",
+        ),
+        (
+            {"eppn": ["jdoe@example.edu", "jd@example.edu"]},
+            sso.SsoRules(),
+            "Your identity provider did not send exactly one “eppn” value, which the portal needs to find your "
+            "cluster account.",
+        ),
+        (
+            {"mail": "jdoe@example.edu"},
+            sso.SsoRules(netid_claim="email"),
+            "Your identity provider did not confirm that your e-mail address is verified, and the portal finds "
+            "your cluster account from it.",
+        ),
+    ],
+)
+def test_each_refusal_says_what_the_identity_lacked_in_full(raw, rules, reason):
+    with pytest.raises(sso.IdentityRefused) as refused:
+        identity(raw, rules=rules)
+
+    assert refused.value.reason == reason
+
+
+def test_a_claim_the_oidc_provider_sends_only_in_the_id_token_is_read():
+    extra = {
+        "id_token": {"sub": "1", "eduperson_principal_name": "jdoe@example.edu", "given_name": "Jane"},
+        "userinfo": {"sub": "1", "email": "jdoe@example.edu"},
+    }
+
+    person = sso.identity_from_claims(sso.claims_from_extra_data("openid_connect", extra), RULES, CAMPUS)
+
+    assert (person.netid, person.first_name, person.email) == ("jdoe", "Jane", "jdoe@example.edu")
+
+
+def test_a_netid_claim_of_the_campus_own_naming_is_read_as_configured():
+    rules = sso.SsoRules(netid_claim="employeeNumber", netid_pattern=r"[a-z]+[0-9]*")
+
+    person = identity({"employeeNumber": "jdoe7"}, sso.IdpTrust(), rules)
+
+    assert person.netid == "jdoe7", "a pattern without a group: the whole value is the netid"
+
+
+def test_a_netid_claim_named_in_another_case_is_its_usual_claim():
+    rules = sso.SsoRules(netid_claim="EPPN")
+
+    assert identity({"eduPersonPrincipalName": "jdoe@example.edu"}, rules=rules).netid == "jdoe"
+
+
+def test_a_scope_is_configured_in_any_case_with_or_without_its_at_sign():
+    trust = sso.idp_trust({"netid_scopes": ["@Xavier.edu", "EXAMPLE.edu"]})
+
+    assert trust.netid_scopes == {"xavier.edu", "example.edu"}
+
+
+def test_a_name_with_two_at_signs_brings_no_affiliation_from_an_idp_without_scopes():
+    lax = sso.SsoRules(netid_pattern=r"([^@]+)@.+", staff_affiliations=frozenset({"staff"}))
+
+    with pytest.raises(sso.IdentityRefused):
+        identity({"eppn": "jdoe@x@example.edu", "eduPersonScopedAffiliation": "staff@x@example.edu"}, CAMPUS, lax)
+    person = identity(
+        {"eppn": "jdoe@x@example.edu", "eduPersonScopedAffiliation": "staff@x@example.edu"}, sso.IdpTrust(), lax
+    )
+    assert person.affiliations == set() and not sso.is_staff_identity(person, lax)
+
+
+def test_group_roles_map_each_group_to_a_course_and_role():
+    assert sso.parse_group_roles({"cs101-tas": "cs101:ta", "cs101-staff": "cs101:instructor"}) == {
+        "cs101-tas": ("cs101", "ta"),
+        "cs101-staff": ("cs101", "instructor"),
+    }
+
+
+@pytest.mark.parametrize("target", ["cs101:ta:ta", ":ta", "cs101", "cs101-ta"])
+def test_a_group_role_that_is_not_one_course_and_one_role_is_a_configuration_error(target):
+    with pytest.raises(ValueError, match=f"want 'course-slug:role' with a role in .*, got '{target}'"):
+        sso.parse_group_roles({"g": target})

@@ -31,3 +31,17 @@ def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(liv
     assert refused.status_code == 403 and reason in refused.text
     assert "Pat Four (student4)" in refused.text and "Log out" in refused.text
     assert browser.get(f"{live_server.url}/", timeout=10).url == f"{live_server.url}/"
+
+
+def test_a_sign_in_refused_for_a_changed_netid_leaves_the_earlier_sign_in_and_the_page_shows_it(live_server, sso):
+    browser = requests.Session()
+    home = sso_login(live_server.url, sso.oidc, "student4", browser)
+    set_person(sso, "student4", eppn="student3@example.edu")
+    token = next(form for form in forms(home) if "csrfmiddlewaretoken" in form["data"])["data"]["csrfmiddlewaretoken"]
+
+    # The IdP still knows this browser, so it answers at once with the changed identity.
+    refused = browser.post(f"{live_server.url}{sso.oidc.login_path}", data={"csrfmiddlewaretoken": token}, timeout=30)
+
+    assert refused.status_code == 403 and "linked to a different cluster user name" in refused.text
+    assert "Pat Four (student4)" in refused.text and "Log out" in refused.text
+    assert browser.get(f"{live_server.url}/", timeout=10).url == f"{live_server.url}/"

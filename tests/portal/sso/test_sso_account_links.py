@@ -23,7 +23,10 @@ def test_an_identity_that_now_gives_another_netid_is_refused_for_the_linked_acco
         response = sso_login(live_server.url, sso.oidc, "student4")
 
     assert response.status_code == 403
-    assert "linked to a different cluster user name" in response.text
+    assert (
+        "Your portal account is linked to a different cluster user name than your campus identity now gives. "
+        "Ask the portal staff to check your account."
+    ) in response.text
     assert User.objects.get().netid == "student4", "the account keeps its netid..."
     assert not User.objects.filter(netid="student3").exists(), "...and nobody becomes student3"
     assert [r.getMessage() for r in caplog.records if r.name == "portal.auth" and r.levelno == logging.ERROR] == [

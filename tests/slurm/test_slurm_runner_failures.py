@@ -36,7 +36,7 @@ def shell(script: str) -> list[str]:
 
 
 def test_an_empty_command_is_a_programming_error() -> None:
-    with runner.command_log() as commands, pytest.raises(ValueError, match="empty argv"):
+    with runner.command_log() as commands, pytest.raises(ValueError, match="^empty argv$"):
         runner.run([])
 
     assert commands == []

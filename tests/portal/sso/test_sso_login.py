@@ -1,5 +1,8 @@
 """Campus sign-in through real IdPs (OIDC and SAML) over HTTP: netids, roles, refusals, logout."""
 
+import logging
+
+import pytest
 import requests
 from django.contrib.auth import get_user_model
 from django.urls import reverse
@@ -57,11 +60,21 @@ def test_an_eppn_that_is_not_a_posix_name_is_refused(live_server, idp):
     assert User.objects.count() == 0
 
 
-def test_a_person_without_a_cluster_account_is_told_to_get_one(live_server, idp):
-    response = sso_login(live_server.url, idp, "nocluster")
+@pytest.mark.parametrize("request_url", ["", "https://help.example.edu/accounts/new"])
+def test_a_person_without_a_cluster_account_is_told_to_get_one(live_server, idp, settings, caplog, request_url):
+    settings.LABQUEUE_ACCOUNT_REQUEST_URL = request_url
+    with caplog.at_level(logging.INFO, logger="portal.auth"):
+        response = sso_login(live_server.url, idp, "nocluster")
     assert response.status_code == 403
     assert "You need a cluster account first" in response.text and "nocluster" in response.text
+    if request_url:
+        assert f'<a class="button" href="{request_url}">Request a cluster account</a>' in response.text
+    else:
+        assert "Ask the research computing help desk or your course staff to create the account" in response.text
     assert not User.objects.filter(netid="nocluster").exists()
+    assert "SSO login of nocluster@example.edu: no cluster account nocluster" in [
+        record.getMessage() for record in caplog.records if record.name == "portal.auth"
+    ]
 
 
 def test_a_taken_username_does_not_change_the_netid(live_server, idp, course):

@@ -14,6 +14,7 @@ from .conftest import PEOPLE, forms, post_form, set_person, sso_login
     [
         ({}, "not from a campus this portal serves"),
         ({"eppn": "root@example.edu"}, "“root” is a reserved account on the cluster"),
+        ({"eppn": "nocluster@example.edu"}, "You need a cluster account first"),
     ],
 )
 def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(live_server, sso, course, visitor, reason):

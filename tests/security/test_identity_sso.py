@@ -128,7 +128,7 @@ def test_a_scoped_staff_affiliation_counts_only_in_the_idps_scope(live_server, i
 
 
 @pytest.mark.parametrize("rights", [{"is_staff": True}, {"is_staff": True, "is_superuser": True}])
-def test_a_first_sign_in_is_not_linked_to_an_account_with_administrator_rights(live_server, idp, caplog, rights):
+def test_a_first_sign_in_is_not_linked_to_an_account_with_administrator_rights(live_server, idp, sso, caplog, rights):
     admin = User.objects.create(username="student4", netid="student4", **rights)
     admin.set_unusable_password()
     admin.save()
@@ -141,7 +141,11 @@ def test_a_first_sign_in_is_not_linked_to_an_account_with_administrator_rights(l
     assert not SocialAccount.objects.exists()
     assert User.objects.get() == admin, "nobody new either"
     [message] = refusals(caplog)
-    assert "student4@example.edu would be a first link to student4, which has staff or superuser rights" in message
+    provider = sso.providers["saml"]["APPS"][0]["provider_id"] if idp.kind == "saml" else OIDC_ID
+    assert message == (
+        f"SSO login refused ({provider}): student4@example.edu would be a first link to student4, which has staff "
+        "or superuser rights"
+    )
 
 
 def test_an_operator_links_the_campus_identity_in_the_admin_and_then_it_signs_in(live_server, sso, client):

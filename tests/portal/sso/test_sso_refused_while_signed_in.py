@@ -5,6 +5,7 @@ their name and the Log out button.
 
 import pytest
 import requests
+from django.contrib.auth import get_user_model
 
 from .conftest import PEOPLE, forms, post_form, set_person, sso_login
 
@@ -15,9 +16,11 @@ from .conftest import PEOPLE, forms, post_form, set_person, sso_login
         ({}, "not from a campus this portal serves"),
         ({"eppn": "root@example.edu"}, "“root” is a reserved account on the cluster"),
         ({"eppn": "nocluster@example.edu"}, "You need a cluster account first"),
+        ({"eppn": "student1@example.edu"}, "has administrator rights"),  # student1: an operator's account here
     ],
 )
 def test_a_refused_identity_leaves_the_earlier_sign_in_and_the_page_shows_it(live_server, sso, course, visitor, reason):
+    get_user_model().objects.create(username="student1", netid="student1", is_staff=True)
     set_person(sso, "visitor", **visitor)
     browser = requests.Session()
     home = sso_login(live_server.url, sso.oidc, "student4", browser)

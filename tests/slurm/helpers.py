@@ -13,6 +13,15 @@ from typing import TypeVar
 import slurm
 
 TEST_ROOT = Path("/var/lib/labqueue/test-adapter")
+CAPTURED = Path(__file__).parent / "captured"
+
+
+def captured(name: str) -> str:
+    """A capture file of real Slurm output: "#" lines are notes, "^_" (as cat -v shows it) is the delimiter."""
+    lines = (CAPTURED / name).read_text().splitlines(keepends=True)
+    return "".join(line.replace("^_", "\x1f") for line in lines if not line.startswith("#"))
+
+
 STUDENT = "student1"
 COURSE_ACCOUNT = "cs101"
 FINAL_STATES = {

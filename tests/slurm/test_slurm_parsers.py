@@ -7,21 +7,12 @@ SLURM_TIME_FORMAT=%s (epoch seconds).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
 from slurm import parsers
 from slurm.errors import SlurmRejected, SlurmUnavailable, classify
-
-CAPTURED = Path(__file__).parent / "captured"
-
-
-def captured(name: str) -> str:
-    """A capture file: "#" lines are notes, "^_" (as cat -v shows it) is the delimiter."""
-    lines = (CAPTURED / name).read_text().splitlines(keepends=True)
-    return "".join(line.replace("^_", "\x1f") for line in lines if not line.startswith("#"))
-
+from tests.slurm.helpers import captured
 
 SQUEUE = captured("squeue.txt")
 SACCT = captured("sacct.txt")

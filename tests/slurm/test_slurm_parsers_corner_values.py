@@ -5,20 +5,13 @@ odd numeric fields, and pending jobs whose order is not their id order. Inputs a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from slurm import parsers
 from slurm.records import check_job_id
+from tests.slurm.helpers import captured
 
-CAPTURED = Path(__file__).parent / "captured"
 D = parsers.DELIMITER
-
-
-def captured(name: str) -> str:
-    lines = (CAPTURED / name).read_text().splitlines(keepends=True)
-    return "".join(line.replace("^_", D) for line in lines if not line.startswith("#"))
 
 
 SACCT = captured("sacct.txt")

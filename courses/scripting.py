@@ -156,7 +156,7 @@ def coerce_value(spec: dict, raw: object) -> int | float | str:
             value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
         except ValueError:
             raise ValidationError("Enter a number.")
-        except OverflowError:  # a JSON integer beyond the range of a float, like "1e999" typed in the form
+        except OverflowError:  # a JSON integer beyond the range of a float (typed "1e999" reads as infinity)
             raise ValidationError("Enter a finite number.")
         if not math.isfinite(value):
             raise ValidationError("Enter a finite number.")

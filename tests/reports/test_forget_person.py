@@ -151,9 +151,10 @@ def test_forgetting_a_person_removes_the_files_their_sessions_kept_from_refused_
         assert refused.status_code == 400
         kept[person.netid] = Path(settings.MEDIA_ROOT, "pending", refused.context["upload_token"], "draft.txt")
         assert kept[person.netid].is_file()
-    # Names no token can have, as a damaged session might hold: none may reach past the person's own folders.
+    # Names no token can have, as a damaged session might hold: none may reach past the person's own folders;
+    # and a token whose folder is already gone (say, media restored from a backup) stops nothing.
     session = browser.session
-    session[SESSION_KEY] = [*session[SESSION_KEY], "", ".", "..", "../elsewhere"]
+    session[SESSION_KEY] = [*session[SESSION_KEY], "", ".", "..", "../elsewhere", "f0rg0tten-f0lder"]
     session.save()
     elsewhere = Path(settings.MEDIA_ROOT, "elsewhere", "keep.txt")
     elsewhere.parent.mkdir()

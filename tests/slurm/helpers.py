@@ -22,6 +22,11 @@ def captured(name: str) -> str:
     return "".join(line.replace("^_", "\x1f") for line in lines if not line.startswith("#"))
 
 
+def shell(script: str) -> list[str]:
+    """A command that runs a shell script, for tests that put an ordinary program where a Slurm tool goes."""
+    return ["sh", "-c", script]
+
+
 STUDENT = "student1"
 COURSE_ACCOUNT = "cs101"
 FINAL_STATES = {

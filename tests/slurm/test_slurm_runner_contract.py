@@ -19,15 +19,13 @@ from django.conf import LazySettings
 import slurm
 from slurm import runner
 
+from .helpers import shell
+
 
 @pytest.fixture(autouse=True)
 def tools_from_path(settings) -> None:
     """Ordinary programs from the PATH, whichever cluster the suite talks to."""
     settings.SLURM_BIN_DIR = ""
-
-
-def shell(script: str) -> list[str]:
-    return ["sh", "-c", script]
 
 
 def executable(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:

@@ -21,6 +21,8 @@ import pytest
 import slurm
 from slurm import runner
 
+from .helpers import shell
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -29,10 +31,6 @@ def tools_from_path(settings) -> None:
     """These tests run ordinary programs (sh, sleep, env) through the runner: no Slurm bin dir in front,
     whichever cluster the suite talks to (make test-slurm24 sets one)."""
     settings.SLURM_BIN_DIR = ""
-
-
-def shell(script: str) -> list[str]:
-    return ["sh", "-c", script]
 
 
 def test_an_empty_command_is_a_programming_error() -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import time
+from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
@@ -30,3 +32,13 @@ def cluster() -> None:
         runner.run(["scontrol", "ping"], timeout=15)
     except (KeyError, slurm.SlurmError) as exc:
         pytest.fail(f"the lab Slurm cluster is unavailable ({exc}); run scripts/labcluster up")
+
+
+@pytest.fixture
+def worker_behind_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The worker's own time zone five hours behind UTC (a POSIX TZ, no tz database needed), restored after."""
+    monkeypatch.setenv("TZ", "EST5")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

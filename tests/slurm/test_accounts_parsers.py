@@ -33,7 +33,15 @@ def test_associations_are_read_with_their_limits_and_memory_in_mb() -> None:
 
 @pytest.mark.parametrize(
     ("text", "minutes"),
-    [("00:30:00", 30), ("1-01:00:00", 1500), ("", None), ("UNLIMITED", None), ("05:00", 5), ("00:00:30", 1)],
+    [
+        ("00:30:00", 30),
+        ("1-01:00:00", 1500),
+        ("", None),
+        ("UNLIMITED", None),
+        ("INFINITE", None),
+        ("05:00", 5),
+        ("00:00:30", 1),
+    ],
 )
 def test_wall_times_become_minutes(text: str, minutes: int | None) -> None:
     assert accounts.parse_wall(text) == minutes
@@ -41,6 +49,40 @@ def test_wall_times_become_minutes(text: str, minutes: int | None) -> None:
 
 def test_memory_in_other_units_is_converted_to_mb() -> None:
     assert accounts.parse_tres("mem=4G,cpu=2") == {"mem": 4096, "cpu": 2}
+
+
+@pytest.mark.parametrize(
+    ("tres", "mb"),
+    [
+        ("mem=16000", 16000),
+        ("mem=16000M", 16000),
+        ("mem=1536000K", 1500),
+        ("mem=4G", 4096),
+        ("mem=2T", 2 * 1024**2),
+        ("mem=1P", 1024**3),
+    ],
+)
+def test_a_memory_limit_in_any_unit_sacctmgr_prints_becomes_megabytes(tres: str, mb: int) -> None:
+    assert accounts.parse_tres(tres) == {"mem": mb}
+
+
+def test_an_association_on_one_partition_keeps_its_partition() -> None:
+    # The plan leaves an association on a partition alone (it manages the course-wide ones only).
+    edited = captured("sacctmgr-assoc.txt").replace("cs102|student2||", "cs102|student2|gpu|")
+
+    assocs = {(a.account, a.user): a for a in accounts.parse_assocs(edited)}
+
+    assert assocs[("cs102", "student2")].partition == "gpu"
+    assert assocs[("cs102", "student1")].partition == ""
+
+
+def test_an_association_with_several_qos_has_each_of_them() -> None:
+    edited = captured("sacctmgr-assoc.txt").replace("cs102|student2||||||||normal", "cs102|student2||||||||lab,normal")
+
+    assocs = {(a.account, a.user): a for a in accounts.parse_assocs(edited)}
+
+    assert assocs[("cs102", "student2")].qos == ("lab", "normal")
+    assert assocs[("cs102", "student1")].qos == ("normal",)
 
 
 def test_a_line_with_the_wrong_number_of_fields_is_an_error_not_a_guess() -> None:
@@ -77,9 +119,27 @@ def test_a_node_reservation_command_names_the_account_nodes_and_times() -> None:
 def test_a_gpu_reservation_command_uses_the_tres_form_of_slurm_23_11() -> None:
     end = datetime(2026, 12, 1, 11, 0, tzinfo=UTC)
     argv = reservations.create_argv(name="lab", account="cs102", start=None, end=end, gpus=2, partition="gpu")
-    assert "tres=cpu=2,gres/gpu=2" in argv and "partition=gpu" in argv and not any(a.startswith("nodes=") for a in argv)
+    assert argv == [
+        "scontrol",
+        "create",
+        "reservation",
+        "reservationname=lab",
+        "starttime=now",
+        "endtime=2026-12-01T11:00:00",
+        "accounts=cs102",
+        "flags=ignore_jobs",
+        "tres=cpu=2,gres/gpu=2",
+        "partition=gpu",
+    ]
 
 
 def test_names_that_could_be_options_are_refused() -> None:
     with pytest.raises(ValueError):
         accounts.user_delete_argv(cluster="lab", account="cs102", user="-x")
+
+
+def test_an_empty_user_or_account_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a valid Slurm account or user name: ''"):
+        accounts.user_add_argv(cluster="lab", account="cs102", users=["student1", ""])
+    with pytest.raises(ValueError, match="not a valid Slurm account or user name: ''"):
+        accounts.account_add_argv(cluster="lab", account="", description="CS 102")

@@ -20,13 +20,22 @@ def test_a_start_time_is_passed_in_utc_whatever_its_zone() -> None:
     assert argv[-1] == "nodes=gpu1,gpu2"
 
 
+@pytest.mark.usefixtures("worker_behind_utc")
+def test_the_times_are_passed_in_utc_whatever_the_workers_time_zone() -> None:
+    start = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+
+    argv = reservations.create_argv(name="lq-cs101-7", account="cs101", start=start, end=END, nodes=["gpu1"])
+
+    assert argv[4:6] == ["starttime=2026-12-01T10:00:00", "endtime=2026-12-01T11:00:00"]
+
+
 @pytest.mark.parametrize(
     ("start", "end"),
     [(datetime(2026, 12, 1, 10, 0), END), (None, datetime(2026, 12, 1, 11, 0))],
     ids=["naive start", "naive end"],
 )
 def test_a_time_without_a_zone_is_refused(start: datetime | None, end: datetime) -> None:
-    with pytest.raises(ValueError, match="aware datetime"):
+    with pytest.raises(ValueError, match="^pass an aware datetime$"):
         reservations.create_argv(name="lab", account="cs101", start=start, end=end, nodes=["gpu1"])
 
 
@@ -43,7 +52,7 @@ def test_a_node_range_as_slurm_writes_it_is_accepted() -> None:
 
 
 def test_a_reservation_of_neither_nodes_nor_gpus_is_refused() -> None:
-    with pytest.raises(ValueError, match="reserve nodes or GPUs"):
+    with pytest.raises(ValueError, match="^reserve nodes or GPUs$"):
         reservations.create_argv(name="lab", account="cs101", start=None, end=END)
 
 

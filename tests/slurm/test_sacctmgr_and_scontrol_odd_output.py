@@ -49,9 +49,14 @@ def test_an_association_line_that_cannot_be_read_is_an_error_not_a_guess(edit: t
         accounts.parse_assocs(ASSOCS.replace(LIMITED, LIMITED.replace(*edit)))
 
 
-def test_a_non_numeric_count_limit_is_an_error_too() -> None:
+@pytest.mark.parametrize(
+    "edit",
+    [("|2|4|", "|two|4|"), ("cpu=8,", "cpu=8G,"), ("gres/gpu=1,", "gres/gpu=1=1,")],
+    ids=["a word", "a count with a unit", "two equals signs"],
+)
+def test_a_count_limit_that_is_not_a_whole_number_is_an_error_too(edit: tuple[str, str]) -> None:
     with pytest.raises(ValueError):
-        accounts.parse_assocs(ASSOCS.replace(LIMITED, LIMITED.replace("|2|4|", "|two|4|")))
+        accounts.parse_assocs(ASSOCS.replace(LIMITED, LIMITED.replace(*edit)))
 
 
 def test_memory_in_kilobytes_terabytes_and_fractions_becomes_megabytes() -> None:
@@ -83,3 +88,24 @@ def test_a_reservation_of_gpus_keeps_its_tres() -> None:
     edited = RESERVATIONS.replace("TRES=cpu=8", "TRES=cpu=8,gres/gpu=2")
 
     assert reservations.parse_reservations(edited)["lq-capture"].tres == "cpu=8,gres/gpu=2"
+
+
+def test_every_reservation_is_read_and_blank_lines_between_them_are_skipped() -> None:
+    other = RESERVATIONS.replace("lq-capture", "lq-cs101-7").replace("Accounts=cs102", "Accounts=cs101")
+
+    found = reservations.parse_reservations(RESERVATIONS + "\n   \n" + other)
+
+    assert sorted(found) == ["lq-capture", "lq-cs101-7"]
+    assert (found["lq-capture"].name, found["lq-capture"].accounts) == ("lq-capture", "cs102")
+    assert (found["lq-cs101-7"].name, found["lq-cs101-7"].accounts) == ("lq-cs101-7", "cs101")
+
+
+def test_a_reservation_line_without_some_fields_reads_them_as_empty() -> None:
+    # Versions print different fields: 24.11 has no Watts=, and NodeName= only for a reservation of cores.
+    (line,) = RESERVATIONS.splitlines()
+    kept = [item for item in line.split() if item.startswith(("ReservationName=", "Duration=", "NodeCnt="))]
+
+    lab = reservations.parse_reservations(" ".join(kept) + "\n")["lq-capture"]
+
+    assert (lab.start, lab.end) == (None, None)
+    assert (lab.nodes, lab.accounts, lab.flags, lab.state, lab.tres) == ("", "", "", "", "")

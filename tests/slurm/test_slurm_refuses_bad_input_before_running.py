@@ -85,6 +85,21 @@ def test_accounting_refuses_ids_times_and_accounts_it_cannot_pass_safely(options
     assert commands == []
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"since": datetime(2026, 11, 29, 19, 0)}, "^pass an aware datetime$"),
+        ({"until": datetime(2026, 11, 29, 19, 0)}, "^pass an aware datetime$"),
+        ({"accounts": ["cs101", "-Pn"]}, "^not a valid Slurm name: '-Pn'$"),
+    ],
+)
+def test_accounting_says_which_time_or_account_it_refuses(options: dict, message: str) -> None:
+    with runner.command_log() as commands, pytest.raises(ValueError, match=message):
+        slurm.accounting(**options)
+
+    assert commands == []
+
+
 @pytest.mark.parametrize("name", ["", "lq-a,lq-b", "lq-a\nlq-b"])
 def test_find_by_name_refuses_a_name_that_would_split_the_list(name: str) -> None:
     with runner.command_log() as commands, pytest.raises(ValueError):

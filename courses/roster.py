@@ -115,14 +115,16 @@ def roster_parse(text: str) -> tuple[list[RosterRow], list[RosterError]]:
     rows: list[RosterRow] = []
     errors: list[RosterError] = []
     first_line: dict[str, int] = {}
+    read = 0  # lines of people so far (blank lines aside), good or bad
     try:
         for record in reader:
             line = reader.line_num
             if not any(cell.strip() for cell in record):
                 continue
-            if len(rows) + len(errors) >= MAX_ROWS:
+            if read >= MAX_ROWS:
                 errors.append(RosterError(line, f"A roster is limited to {MAX_ROWS} rows."))
                 break
+            read += 1
             row, problems = _row(line, record, index)
             if row is not None and row.netid in first_line:
                 problems.append(f"netid “{row.netid}” is already on line {first_line[row.netid]}.")

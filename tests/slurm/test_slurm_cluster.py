@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -211,6 +211,19 @@ def test_accounting_by_time_window_and_account_finds_recent_jobs(job_dir: JobDir
     assert found[job_id] == record
     assert job_id not in elsewhere
     assert job_id not in before
+
+
+@pytest.mark.usefixtures("worker_behind_utc")
+def test_a_worker_behind_utc_finds_the_same_jobs_by_time_window(job_dir: JobDir) -> None:
+    # sacct reads -S and -E in UTC (the adapter runs it with TZ=UTC); times in the worker's zone would miss the job.
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true")))
+    record = wait_for_final(job_id)
+    here = datetime.now().astimezone().tzinfo
+    since, until = record.submit - timedelta(minutes=1), record.end + timedelta(minutes=1)
+
+    found = slurm.accounting(since=since.astimezone(here), until=until.astimezone(here))
+
+    assert found[job_id] == record
 
 
 def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytest.MonkeyPatch) -> None:

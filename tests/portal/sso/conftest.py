@@ -181,7 +181,7 @@ class IdPs:
     saml_cert: str
 
 
-def portal_providers(oidc_url: str, saml_url: str, saml_cert: str) -> dict:
+def portal_providers(oidc_url: str, saml_url: str, saml_cert: str, scopes: tuple[str, ...] = ("example.edu",)) -> dict:
     return socialaccount_providers(
         saml=[
             {
@@ -191,7 +191,7 @@ def portal_providers(oidc_url: str, saml_url: str, saml_cert: str) -> dict:
                 "sso_url": f"{saml_url}/idp/sso/redirect/",
                 "slo_url": f"{saml_url}/idp/slo/redirect/",
                 "x509cert": saml_cert,
-                "netid_scopes": ["example.edu"],
+                "netid_scopes": list(scopes),
             }
         ],
         oidc=[
@@ -202,7 +202,7 @@ def portal_providers(oidc_url: str, saml_url: str, saml_cert: str) -> dict:
                 "client_id": OIDC_CLIENT_ID,
                 "secret": OIDC_CLIENT_SECRET,
                 "uid_field": "sub",
-                "netid_scopes": ["example.edu"],
+                "netid_scopes": list(scopes),
             }
         ],
         netid_claim="eppn",

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from courses.models import Enrollment, Role
 
-from .conftest import forms, set_person, sso_login
+from .conftest import forms, portal_providers, set_person, sso_login
 
 User = get_user_model()
 
@@ -52,6 +52,21 @@ def test_a_non_campus_identity_is_refused_with_a_clear_page(live_server, idp, co
     assert response.status_code == 403
     assert "not from a campus this portal serves" in response.text
     assert not User.objects.filter(email="visitor@elsewhere.org").exists()
+
+
+def test_a_campus_whose_netids_are_in_another_domain_signs_people_in_by_its_own_pattern(
+    live_server, idp, sso, settings
+):
+    settings.SOCIALACCOUNT_PROVIDERS = portal_providers(
+        sso.oidc.url, sso.saml.url, sso.saml_cert, scopes=("cs.example.edu",)
+    )
+    settings.LABQUEUE_NETID_PATTERN = r"^([^@]+)@cs\.example\.edu$"
+    set_person(sso, "student4", eppn="student4@cs.example.edu")
+
+    home = sso_login(live_server.url, idp, "student4")
+
+    assert home.status_code == 200 and home.url == f"{live_server.url}/", home.text[:2000]
+    assert User.objects.get(netid="student4").username == "student4"
 
 
 def test_an_eppn_that_is_not_a_posix_name_is_refused(live_server, idp):

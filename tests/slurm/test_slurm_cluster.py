@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pwd
 import re
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import slurm
-from slurm import runner
+from slurm import reservations, runner
 from tests.lab import lab_slurm_conf
 
 from .helpers import STUDENT, TEST_ROOT, JobDir, give_to_student, wait_for, wait_for_final
@@ -224,6 +225,24 @@ def test_a_worker_behind_utc_finds_the_same_jobs_by_time_window(job_dir: JobDir)
     found = slurm.accounting(since=since.astimezone(here), until=until.astimezone(here))
 
     assert found[job_id] == record
+
+
+def test_clearing_the_reservation_of_a_job_that_already_ended_is_logged_not_raised(
+    job_dir: JobDir, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A lab's end moves its waiting jobs out of the reservation; one may finish just before the move reaches it.
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("true")))
+    wait_for_final(job_id)
+
+    with caplog.at_level(logging.INFO, logger="slurm.reservations"):
+        reservations.job_reservation_clear(job_id)
+
+    (message,) = [record.getMessage() for record in caplog.records if record.name == "slurm.reservations"]
+    assert re.fullmatch(
+        rf"slurm: could not clear the reservation of job {job_id}: "
+        rf"(Job has already finished|Invalid job id specified) for job {job_id}",
+        message,
+    ), message
 
 
 def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,3 +42,13 @@ def worker_behind_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+@pytest.fixture
+def host_behind_utc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Slurm commands run as on a host whose own time zone is five hours behind UTC.
+
+    The runner gives a command no TZ of the worker's, so a command reads times in the host's zone (the lab
+    host's is UTC) unless the adapter says which: this puts a zone in the command's base environment instead.
+    """
+    monkeypatch.setitem(runner.BASE_ENV, "TZ", "EST5")

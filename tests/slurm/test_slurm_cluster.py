@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ import slurm
 from slurm import reservations, runner
 from tests.lab import lab_slurm_conf
 
-from .helpers import STUDENT, TEST_ROOT, JobDir, give_to_student, wait_for, wait_for_final
+from .helpers import COURSE_ACCOUNT, STUDENT, TEST_ROOT, JobDir, give_to_student, wait_for, wait_for_final
 
 # early_job is submitted first so that it has left squeue by the time the last test runs.
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("cluster", "early_job")]
@@ -243,6 +243,98 @@ def test_clearing_the_reservation_of_a_job_that_already_ended_is_logged_not_rais
         rf"(Job has already finished|Invalid job id specified) for job {job_id}",
         message,
     ), message
+
+
+@pytest.fixture
+def reservation_name() -> Iterator[str]:
+    """A fresh lab reservation name; whatever the test made under it is deleted after, even when it fails."""
+    name = f"lq-test-{uuid.uuid4().hex[:8]}"
+    yield name
+    try:
+        reservations.reservation_delete(name)
+    except slurm.SlurmError:
+        pass  # still in use: the test's job is cancelled at the end of the session, and the reservation ends
+
+
+def _lab_on_gpu2(name: str, *, start: datetime | None, end: datetime, node: str = "gpu2") -> list[str]:
+    return reservations.create_argv(name=name, account=COURSE_ACCOUNT, start=start, end=end, nodes=[node])
+
+
+def _two_days_ahead() -> tuple[datetime, datetime]:
+    """A lab far enough ahead that no other test's job (8 h at most) runs into it."""
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
+    return start, start + timedelta(hours=1)
+
+
+@pytest.mark.usefixtures("host_behind_utc")
+def test_a_lab_reservation_is_read_back_with_the_times_node_and_account_it_was_made_with(
+    reservation_name: str,
+) -> None:
+    start, end = _two_days_ahead()
+
+    made = reservations.reservation_create(_lab_on_gpu2(reservation_name, start=start, end=end))
+
+    assert made is not None
+    assert (made.name, made.start, made.end) == (reservation_name, start, end)
+    assert (made.nodes, made.accounts) == ("gpu2", COURSE_ACCOUNT)
+    assert "IGNORE_JOBS" in made.flags.split(",")
+    assert reservations.reservation_list()[reservation_name] == made
+
+
+def test_making_a_lab_reservation_again_returns_the_one_already_made(
+    reservation_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A replayed task: Slurm refuses the second one as overlapping the first, which is the one asked for.
+    start, end = _two_days_ahead()
+    argv = _lab_on_gpu2(reservation_name, start=start, end=end)
+    first = reservations.reservation_create(argv)
+
+    with caplog.at_level(logging.INFO, logger="slurm.reservations"):
+        again = reservations.reservation_create(argv)
+
+    assert again == first is not None
+    assert [record.getMessage() for record in caplog.records if record.name == "slurm.reservations"] == [
+        f"slurm: reservation {reservation_name} already exists"
+    ]
+
+
+def test_a_lab_reservation_slurm_refuses_raises_with_slurms_reason(reservation_name: str) -> None:
+    start, end = _two_days_ahead()
+
+    with pytest.raises(slurm.SlurmRejected) as caught:
+        reservations.reservation_create(_lab_on_gpu2(reservation_name, start=start, end=end, node="gpu9"))
+
+    assert caught.value.message == "Error creating the reservation: Invalid node name specified"
+    assert reservation_name not in reservations.reservation_list()
+
+
+def test_deleting_a_lab_reservation_that_is_already_gone_is_not_an_error(reservation_name: str) -> None:
+    start, end = _two_days_ahead()
+    reservations.reservation_create(_lab_on_gpu2(reservation_name, start=start, end=end))
+    reservations.reservation_delete(reservation_name)
+    assert reservation_name not in reservations.reservation_list()
+
+    reservations.reservation_delete(reservation_name)  # ended, or deleted by hand: nothing left to do
+
+
+def test_a_lab_reservation_a_job_still_runs_in_is_not_deleted_and_slurm_says_why(
+    job_dir: JobDir, reservation_name: str
+) -> None:
+    reservations.reservation_create(
+        _lab_on_gpu2(reservation_name, start=None, end=datetime.now(UTC) + timedelta(minutes=10))
+    )
+    job_id = job_dir.submit(job_dir.spec(job_dir.script("sleep 120"), reservation=reservation_name))
+    try:
+        wait_for(lambda: slurm.queue()[job_id].state == "RUNNING")
+
+        with pytest.raises(slurm.SlurmRejected) as caught:
+            reservations.reservation_delete(reservation_name)
+
+        assert caught.value.message.endswith("Requested reservation is in use")
+        assert reservation_name in reservations.reservation_list()
+    finally:
+        runner.run(["scancel", job_id])
+        wait_for_final(job_id)
 
 
 def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import slurm
-from slurm import reservations, runner
+from slurm import accounts, reservations, runner
 from tests.lab import lab_slurm_conf
 
 from .helpers import COURSE_ACCOUNT, STUDENT, TEST_ROOT, JobDir, give_to_student, wait_for, wait_for_final
@@ -335,6 +335,20 @@ def test_a_lab_reservation_a_job_still_runs_in_is_not_deleted_and_slurm_says_why
     finally:
         runner.run(["scancel", job_id])
         wait_for_final(job_id)
+
+
+def test_an_association_change_that_is_already_so_is_success_with_sacctmgrs_answer() -> None:
+    # Two syncs racing, or one replayed after its answer was lost: the second add finds the student there.
+    answer = accounts.sacctmgr_apply(accounts.user_add_argv(cluster="lab", account=COURSE_ACCOUNT, users=[STUDENT]))
+
+    assert re.search(r"Nothing new added|Request didn't affect anything", answer), answer
+
+
+def test_an_association_change_sacctmgr_refuses_raises_with_its_reason() -> None:
+    with pytest.raises(slurm.SlurmRejected) as caught:
+        accounts.sacctmgr_apply(accounts.user_add_argv(cluster="lab", account="nosuchacct", users=[STUDENT]))
+
+    assert caught.value.message.startswith("This account 'nosuchacct' doesn't exist."), caught.value.message
 
 
 def test_worker_secrets_do_not_reach_the_job(job_dir: JobDir, monkeypatch: pytest.MonkeyPatch) -> None:

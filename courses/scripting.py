@@ -44,6 +44,8 @@ SCRIPT_NAME, STDOUT_NAME, STDERR_NAME = "job.sh", "job.out", "job.err"
 PORTAL_FILE_NAMES = (SCRIPT_NAME, STDOUT_NAME, STDERR_NAME)
 # The line after which a rendered script holds the assignment's template body.
 BODY_MARKER = "# ---- assignment script ----"
+# The line before the parameters; only the parameters (one line each) lie between it and BODY_MARKER.
+PARAMETERS_LINE = "# Parameters, checked by the portal:"
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,7 @@ def render_script(*, body: str, values: dict, resources: Resources, dataset_path
     ]
     if label:
         lines.append(f"# {_comment_safe(label)}")
-    lines.append("# Parameters, checked by the portal:")
+    lines.append(PARAMETERS_LINE)
     for name, value in values.items():
         lines.append(f"export {name}={shlex.quote(str(value))}")
     if dataset_path:
@@ -256,8 +258,13 @@ def render_script(*, body: str, values: dict, resources: Resources, dataset_path
 
 
 def script_body(script: str) -> str | None:
-    """The assignment template body inside a script render_script wrote, or None when it holds none."""
-    head, marker, body = script.partition(f"\n{BODY_MARKER}\n")
+    """The assignment template body inside a script render_script wrote, or None when it holds none.
+
+    The marker is looked for after the parameters line: a label before it may read like the marker."""
+    _head, parameters, rest = script.partition(f"\n{PARAMETERS_LINE}\n")
+    if not parameters:
+        return None
+    _exports, marker, body = f"\n{rest}".partition(f"\n{BODY_MARKER}\n")
     return body if marker else None
 
 

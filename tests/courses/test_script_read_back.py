@@ -40,6 +40,13 @@ def test_the_body_a_job_ran_is_read_back_exactly_from_its_script(body):
     assert script_body(script) == body
 
 
+@pytest.mark.parametrize("label", [BODY_MARKER.removeprefix("# "), "Lab 2\n# ---- assignment script ----\necho early"])
+def test_a_label_that_reads_like_the_body_marker_is_not_read_back_as_the_body(label):
+    script = render_script(body="python train.py\n", values={}, resources=RESOURCES, label=label)
+
+    assert script_body(script) == "python train.py\n"
+
+
 def test_a_script_the_portal_did_not_write_holds_no_body():
     assert script_body("#!/bin/bash\npython train.py\n") is None
 

@@ -3,7 +3,7 @@
 
 import pytest
 
-from courses.scripting import BODY_MARKER, Resources, render_script, script_body, script_diff
+from courses.scripting import BODY_MARKER, PARAMETERS_LINE, Resources, render_script, script_body, script_diff
 
 RESOURCES = Resources(gpus=0, cpus=1, mem_mb=500, minutes=5)
 
@@ -32,6 +32,7 @@ def test_a_script_without_a_dataset_or_a_label_has_no_line_for_either():
         "echo done  \n",
         "echo start\n\techo indented\t\n",
         f"echo one\n{BODY_MARKER}\necho two\n",
+        f"echo one\n{PARAMETERS_LINE}\n{BODY_MARKER}\necho two\n",
     ],
 )
 def test_the_body_a_job_ran_is_read_back_exactly_from_its_script(body):
@@ -47,8 +48,9 @@ def test_a_label_that_reads_like_the_body_marker_is_not_read_back_as_the_body(la
     assert script_body(script) == "python train.py\n"
 
 
-def test_a_script_the_portal_did_not_write_holds_no_body():
-    assert script_body("#!/bin/bash\npython train.py\n") is None
+@pytest.mark.parametrize("script", ["#!/bin/bash\npython train.py\n", f"#!/bin/bash\n{PARAMETERS_LINE}\nexport A=1\n"])
+def test_a_script_the_portal_did_not_write_holds_no_body(script):
+    assert script_body(script) is None
 
 
 def test_the_diff_for_course_staff_shows_the_changed_line_between_the_two_labels():

@@ -1,0 +1,104 @@
+"""The figures on "My usage" and on the operations overview: whose records and which account count, and a job
+still running counts up to the moment the page is asked for."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from courses.models import Course
+from reports.models import UsageRecord
+from reports.queries import Usage
+from tests.conftest import job_row, make_user
+from tests.http_helpers import table_rows
+
+BAR = re.compile(r"<title>(\d{4}-\d\d-\d\d): ([\d.]+) GPU-hours</title>")
+
+
+def record(user: str, job_id: str, *, account: str = "cs101", gpus: int = 1, hours: float = 1, **fields):
+    """A record of a job that started `hours` before now and ended now, unless `fields` say otherwise."""
+    now = timezone.now()
+    values = {
+        "cluster": "lab",
+        "slurm_job_id": job_id,
+        "submitted_at": now - timedelta(hours=hours),
+        "started_at": now - timedelta(hours=hours),
+        "ended_at": now,
+        "user": user,
+        "account": account,
+        "state": "COMPLETED",
+        "gpus": gpus,
+        "cpus": 1,
+        "billing": 1,
+        "ingested_at": now,
+    }
+    return UsageRecord.objects.create(**{**values, **fields})
+
+
+def since_yesterday(url: str) -> str:
+    """Yesterday and today: a run of the last few hours lies inside whatever the time of day."""
+    today = timezone.localdate()
+    return f"{url}?first={today - timedelta(days=1)}&last={today}"
+
+
+def page_of(client, person, url: str) -> str:
+    client.force_login(person)
+    response = client.get(url)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def my_usage(client, person) -> tuple[dict[str, str], list[list[str]], float]:
+    """The total row by column name, the per-assignment rows, and the sum of the per-day bars."""
+    response_html = page_of(client, person, since_yesterday(reverse("reports:my-usage", args=["cs101"])))
+    client.logout()
+    [total] = table_rows(response_html, "usage-total")
+    bars = sum(float(hours) for _day, hours in BAR.findall(response_html))
+    return dict(zip(Usage.HEADER, total, strict=True)), table_rows(response_html, "usage-assignments"), bars
+
+
+def test_my_usage_counts_the_course_account_only_not_my_jobs_on_another_course_s(
+    client, student, other_course, classmate
+):
+    record("student1", "1", gpus=2, hours=3)
+    record("student1", "2", account="cs102", gpus=1, hours=5)  # the same person, another course's account
+    record("student2", "3", gpus=4, hours=1)  # a classmate, this account
+
+    total, _assignments, bars = my_usage(client, student)
+
+    assert (total["Name"], total["Jobs"], total["GPU-hours"]) == ("You", "1", "6.000")
+    assert bars == pytest.approx(6.0, abs=0.002)
+
+
+def test_a_job_still_running_counts_up_to_now_in_my_total_my_assignment_and_my_days(client, student, assignment):
+    job = job_row(student, assignment, slurm_job_id="7")
+    record("student1", "7", hours=2, ended_at=None, state="RUNNING", job=job)
+
+    total, assignments, bars = my_usage(client, student)
+
+    assert total["Jobs"] == "1" and float(total["GPU-hours"]) == pytest.approx(2.0, abs=0.01)
+    [row] = assignments
+    assert row[:2] == ["Hello GPU", "hello"] and float(row[3]) == pytest.approx(2.0, abs=0.01)
+    assert bars == pytest.approx(2.0, abs=0.01)
+
+
+def test_the_overview_shows_each_course_s_own_account_figures_in_code_then_term_order(client, course):
+    Course.objects.create(slug="cs100-spring", code="CS100", title="Intro", term="Spring", slurm_account="cs100s")
+    Course.objects.create(slug="cs100-fall", code="CS100", title="Intro", term="Fall", slurm_account="cs100f")
+    record("student1", "1", gpus=2, hours=3)
+    record("student1", "2", account="cs100s", gpus=1, hours=1, ended_at=None, state="RUNNING")
+    record("researcher1", "3", account="research", gpus=1, hours=5)
+    operator = make_user("ops", None, is_staff=True)
+
+    rows = table_rows(page_of(client, operator, since_yesterday(reverse("reports:usage-overview"))), "overview")
+
+    figures = [(name, account, jobs, float(gpu_hours)) for name, account, jobs, gpu_hours, *_ in rows]
+    assert [figure[:3] for figure in figures] == [
+        ("CS100 (Fall)", "cs100f", "0"),
+        ("CS100 (Spring)", "cs100s", "1"),
+        ("CS101 (Fall)", "cs101", "1"),
+        ("no course in the portal", "research", "1"),
+    ]
+    assert [figure[3] for figure in figures] == pytest.approx([0.0, 1.0, 6.0, 5.0], abs=0.01)

@@ -159,3 +159,27 @@ def test_a_course_row_written_beyond_the_ceiling_does_not_let_a_student_ask_for_
     assert response.status_code == 400
     assert "This course allows at most 4 GPUs per job; you asked for 8." in page(response)
     assert not Job.objects.exists()
+
+
+def test_a_limit_without_a_ceiling_leaves_the_ceilings_of_the_limits_after_it_in_force(client, instructor, settings):
+    settings.LABQUEUE_CEILING_JOBS_PER_STUDENT = 0  # no ceiling on jobs per student; GPU-hours come after it
+
+    response = post_policy(client, instructor, max_running_jobs_per_student="500", gpu_hours_per_student="100000")
+
+    assert response.status_code == 400
+    text = page(response)
+    assert "at most 100 GPU-hours per student" in text and "at most 20 running jobs per student" not in text
+
+
+@pytest.mark.parametrize(
+    ("allowed", "listed"), [(["coursework", "lab-priority"], "coursework, lab-priority"), ([], "none")]
+)
+def test_a_refused_qos_names_every_allowed_one_or_says_none_is(client, instructor, settings, allowed, listed):
+    settings.LABQUEUE_ALLOWED_QOS = allowed
+
+    response = post_policy(client, instructor, qos="admin-priority")
+
+    assert response.status_code == 400
+    assert f"The QOS “admin-priority” is not one operations staff allow for this course (allowed: {listed};" in page(
+        response
+    )

@@ -263,3 +263,38 @@ def test_a_portal_job_whose_tracked_slurm_job_has_no_record_is_missing_even_if_a
         [MISSING, job.slurm_job_id, "student1", short(job), missing],
         [DISAGREES, "7998", "student1", short(job), second],
     ]
+
+
+def test_a_record_of_a_job_the_portal_never_got_an_id_for_says_it_tracks_none(
+    client, instructor, student, assignment, agreeing
+):
+    job = portal_job(student, assignment, minute=10)
+    slurm_record(job, slurm_job_id="7998")  # sbatch's answer was lost: Slurm has the job, the portal no id
+    Job.objects.filter(pk=job.pk).update(slurm_job_id="")
+    assert differences(client, instructor) == [
+        [
+            DISAGREES,
+            "7998",
+            "student1",
+            short(job),
+            "A second Slurm job carries this portal job's name; the portal tracks job none.",
+        ]
+    ]
+
+
+def test_a_running_job_whose_record_differs_otherwise_names_that_cause_only_not_its_state(
+    client, instructor, student, assignment, agreeing
+):
+    job = portal_job(student, assignment, status=Status.RUNNING, gpus=1, minute=10)
+    slurm_record(job, gpus=2)
+    assert [row[-1] for row in differences(client, instructor)] == ["Slurm allocated 2 GPU(s); the portal asked for 1."]
+
+
+def test_a_record_that_differs_in_two_ways_names_both_causes_one_after_the_other(
+    client, instructor, student, assignment, agreeing
+):
+    job = portal_job(student, assignment, gpus=1, minute=10)
+    slurm_record(job, account="cs102", gpus=2)
+    assert [row[-1] for row in differences(client, instructor)] == [
+        "Slurm charged account cs102; the portal asked for cs101. Slurm allocated 2 GPU(s); the portal asked for 1."
+    ]

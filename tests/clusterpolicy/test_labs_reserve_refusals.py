@@ -79,6 +79,23 @@ def test_a_lab_that_another_lab_no_longer_overlaps_may_use_its_nodes(course, oth
     assert session.state == State.SCHEDULED, "Slurm did not answer: tried again on the next tick"
 
 
+def test_an_overlapping_lab_whose_reservation_is_gone_no_longer_holds_its_nodes(course, other_course):
+    lab(
+        other_course,
+        starts_in=timedelta(minutes=-10),
+        state=State.CANCELLED,  # its instructor cancelled it and the reservation was removed
+        reservation_name="lq-cs102-1",
+        reservation_active=False,
+        reserved_nodes="gpu1,gpu2",
+    )
+    lab(course, starts_in=timedelta(minutes=20), nodes=2)
+
+    with runner.command_log() as commands:
+        labs_tick()
+
+    assert [command.argv[-1] for command in commands if command.tool == "scontrol"][:1] == ["nodes=gpu1,gpu2"]
+
+
 def test_with_the_gpus_strategy_a_lab_asks_for_gpus_and_stays_scheduled_while_slurm_does_not_answer(settings, course):
     settings.LABQUEUE_RESERVATION_STRATEGY = "gpus"
     session = lab(course, starts_in=timedelta(minutes=20), gpus=3)

@@ -140,3 +140,20 @@ def test_portal_jobs_of_the_course_are_not_sent_with_the_disallowed_qos(client, 
     response = client.post(reverse("jobs:job-create", args=["lab102", "hello"]), submit_form(gpus="0"))
     assert response.status_code == 302
     assert Job.objects.get().qos == "", "the site's default QOS (none here), not the course row's"
+
+
+def test_a_qos_the_site_allows_is_added_to_each_students_qos_list_and_their_sbatch_may_use_it(
+    settings, greedy_course, student4
+):
+    settings.LABQUEUE_ALLOWED_QOS = [PRIVILEGED_QOS]
+
+    run = associations_reconcile(course_slugs=["lab102"], trigger="command")
+
+    assert not [error for error in run.errors if "QOS" in error], run.errors
+    assert set(assoc_fields("cs102", "student4", "QOS").split(",")) == {"normal", PRIVILEGED_QOS}
+    accepted = sbatch_as_student4_with_qos(PRIVILEGED_QOS)
+    try:
+        assert accepted.returncode == 0, accepted.stderr
+    finally:
+        if accepted.stdout.strip():
+            slurm("scancel", accepted.stdout.strip().split(";")[0], check=False)

@@ -5,7 +5,7 @@ No reservation is created on the lab cluster: SLURM_BIN_DIR points at an empty f
 these tests would run cannot start (a wrong behaviour fails the test instead of taking nodes).
 """
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
@@ -47,6 +47,7 @@ def test_a_lab_needing_nodes_another_lab_holds_fails_with_the_reason_on_the_labs
         reserved_nodes="gpu1",
     )
     session = lab(course, starts_in=timedelta(minutes=20), nodes=2)
+    next_week = lab(course, starts_in=timedelta(days=7), nodes=2)  # not due yet: this tick leaves it alone
 
     with runner.command_log() as commands:
         labs_tick()
@@ -54,6 +55,8 @@ def test_a_lab_needing_nodes_another_lab_holds_fails_with_the_reason_on_the_labs
     assert commands == [], "the portal refuses before asking Slurm"
     session.refresh_from_db()
     assert session.state == State.FAILED and not session.reservation_active
+    next_week.refresh_from_db()
+    assert (next_week.state, next_week.message) == (State.SCHEDULED, ""), "only the refused lab failed"
     assert session.message == ("Slurm refused the reservation: only 1 reservable node(s) free for this lab, 2 needed")
     client.force_login(instructor)
     page = client.get(reverse("courses:lab-list", args=["cs101"])).content.decode()
@@ -109,6 +112,35 @@ def test_with_the_gpus_strategy_a_lab_asks_for_gpus_and_stays_scheduled_while_sl
     assert not any(arg.startswith("nodes=") for arg in creates[0])
     session.refresh_from_db()
     assert (session.state, session.message, session.reservation_active) == (State.SCHEDULED, "", False)
+
+
+@pytest.mark.parametrize("strategy", ["nodes", "gpus"])
+@pytest.mark.parametrize("starts_in", [timedelta(minutes=20), timedelta(minutes=-5)])
+def test_a_lab_still_ahead_is_reserved_from_its_start_and_one_already_on_from_now(
+    settings, course, strategy, starts_in
+):
+    settings.LABQUEUE_RESERVATION_STRATEGY = strategy
+    session = lab(course, starts_in=starts_in, nodes=1)
+
+    with runner.command_log() as commands:
+        labs_tick()
+
+    [create] = [command.argv for command in commands if command.argv[1:3] == ["create", "reservation"]]
+    ahead = starts_in > timedelta(0)
+    assert create[4] == (
+        f"starttime={session.starts_at.astimezone(UTC):%Y-%m-%dT%H:%M:%S}" if ahead else "starttime=now"
+    )
+
+
+def test_with_the_gpus_strategy_a_lab_that_names_no_gpu_count_asks_for_one(settings, course):
+    settings.LABQUEUE_RESERVATION_STRATEGY = "gpus"
+    lab(course, starts_in=timedelta(minutes=20), gpus=None)
+
+    with runner.command_log() as commands:
+        labs_tick()
+
+    [create] = [command.argv for command in commands if command.argv[1:3] == ["create", "reservation"]]
+    assert create[-2:] == ["tres=cpu=1,gres/gpu=1", "partition=gpu"]
 
 
 def test_reserving_a_lab_that_is_no_longer_scheduled_does_nothing(course):

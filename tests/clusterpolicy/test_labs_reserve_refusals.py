@@ -82,6 +82,60 @@ def test_a_lab_that_another_lab_no_longer_overlaps_may_use_its_nodes(course, oth
     assert session.state == State.SCHEDULED, "Slurm did not answer: tried again on the next tick"
 
 
+def test_a_lab_holding_both_nodes_leaves_none_for_an_overlapping_lab(course, other_course):
+    lab(
+        other_course,
+        starts_in=timedelta(minutes=-10),
+        state=State.RESERVED,
+        reservation_name="lq-cs102-1",
+        reservation_active=True,
+        reserved_nodes="gpu1,gpu2",
+    )
+    session = lab(course, starts_in=timedelta(minutes=20), nodes=1)
+
+    with runner.command_log() as commands:
+        counts = labs.labs_tick()
+
+    assert commands == [] and counts == {"reserved": 0, "ended": 0, "released": 0}
+    session.refresh_from_db()
+    assert session.message == "Slurm refused the reservation: only 0 reservable node(s) free for this lab, 1 needed"
+
+
+def test_a_lab_reserved_for_after_this_one_ends_does_not_hold_its_nodes_now(course, other_course):
+    lab(
+        other_course,
+        starts_in=timedelta(minutes=90),  # this lab runs from 20 to 80 minutes from now
+        state=State.RESERVED,
+        reservation_name="lq-cs102-1",
+        reservation_active=True,
+        reserved_nodes="gpu1,gpu2",
+    )
+    lab(course, starts_in=timedelta(minutes=20), nodes=2)
+
+    with runner.command_log() as commands:
+        labs_tick()
+
+    assert [command.argv[-1] for command in commands if command.tool == "scontrol"][:1] == ["nodes=gpu1,gpu2"]
+
+
+def test_a_lab_cancelled_while_slurm_refused_it_stays_cancelled_not_failed(course, other_course):
+    lab(
+        other_course,
+        starts_in=timedelta(minutes=-10),
+        state=State.RESERVED,
+        reservation_name="lq-cs102-1",
+        reservation_active=True,
+        reserved_nodes="gpu1,gpu2",
+    )
+    session = lab(course, starts_in=timedelta(minutes=20), nodes=1)
+    LabSession.objects.filter(pk=session.pk).update(state=State.CANCELLED)  # the instructor, meanwhile
+
+    assert labs.lab_reserve(session=session) is False  # the worker still holds it as scheduled
+
+    session.refresh_from_db()
+    assert (session.state, session.message) == (State.CANCELLED, "")
+
+
 def test_an_overlapping_lab_whose_reservation_is_gone_no_longer_holds_its_nodes(course, other_course):
     lab(
         other_course,

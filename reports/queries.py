@@ -385,7 +385,8 @@ def usage_overview(*, window: ReportRange, now: datetime | None = None) -> list[
     rows: list[tuple[Course | None, Usage]] = []
     for course in Course.objects.order_by("code", "term"):
         row = by_account.get(course.slurm_account)
-        rows.append((course, Usage.from_row(row, str(course), course.slurm_account) if row else Usage(str(course))))
+        label, key = str(course), course.slurm_account
+        rows.append((course, Usage.from_row(row, label, key) if row else Usage(label, key)))
     for account in sorted(set(by_account) - {course.slurm_account for course, _ in rows}):
         rows.append((None, Usage.from_row(by_account[account], account, account, note="no course in the portal")))
     return rows

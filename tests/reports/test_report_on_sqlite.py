@@ -24,8 +24,11 @@ GPU_HOURS_COLUMN = 1 + Usage.HEADER.index("GPU-hours")
 
 
 @pytest.fixture(scope="module")
-def sqlite_default(tmp_path_factory, django_db_blocker) -> Iterator[None]:
-    """The default database is a migrated SQLite file while this module's tests run."""
+def sqlite_default(django_db_setup, tmp_path_factory, django_db_blocker) -> Iterator[None]:
+    """The default database is a migrated SQLite file while this module's tests run.
+
+    After django_db_setup: the suite's PostgreSQL test database is made on the real default connection first,
+    even when these are the session's first database tests."""
     name = str(tmp_path_factory.mktemp("sqlite") / "db.sqlite3")
     sqlite = ConnectionHandler({"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": name}})["default"]
     assert sqlite.vendor == "sqlite"

@@ -111,6 +111,16 @@ def test_a_dry_run_prints_the_sacctmgr_changes_and_changes_nothing(lab_course, s
     assert AssociationRun.objects.get().dry_run
 
 
+def test_a_member_whose_cluster_username_is_empty_text_gets_no_association(lab_course, student4):
+    blank = make_user("blank-netid", None)
+    type(blank).objects.filter(pk=blank.pk).update(netid="")  # written around the forms, which store None
+    Enrollment.objects.create(user=blank, course=lab_course, role=Role.STUDENT)
+
+    output = reconcile_output("--dry-run")
+
+    assert "name=student4 " in output and "name= " not in output and "name=student4, " not in output
+
+
 def test_reconcile_twice_in_a_row_changes_nothing_the_second_time(lab_course, student4):
     first = reconcile_output()
     second = reconcile_output()

@@ -7,6 +7,7 @@ Everything here uses account cs102 and its student4 association, and puts cs102 
 import pytest
 from django.urls import reverse
 
+from clusterpolicy import associations
 from clusterpolicy.models import AssociationRun
 from clusterpolicy.tasks import associations_reconcile
 from courses.models import Course, Enrollment, Role
@@ -99,3 +100,20 @@ def test_a_one_course_reconciliation_of_a_shared_account_reports_it_and_writes_n
     assert assoc_fields("cs102", "student4", LIMITS) == UNLIMITED, "neither course's limits win"
     run = AssociationRun.objects.get()
     assert run.errors == [SHARED] and run.changes == []
+
+
+def test_a_shared_account_keeps_its_error_and_the_courses_after_it_are_still_reconciled(
+    settings, two_courses_one_account, student4
+):
+    settings.LABQUEUE_COURSE_QOS = "normal"  # the site's default QOS: no course asked for one of its own
+    later = cs102_course("later")
+    Course.objects.filter(pk=later.pk).update(slurm_account="zz-later")  # sorts after cs102
+    Enrollment.objects.create(user=student4, course=later, role=Role.STUDENT)
+    Enrollment.objects.create(user=make_user("no-netid", None), course=later, role=Role.STUDENT)
+
+    run = associations.associations_reconcile(dry_run=True)
+
+    assert run.errors == [SHARED]
+    assert run.courses == ["zz-later"]
+    users = {user for change in run.changes if change["account"] == "zz-later" for user in change["user"].split(",")}
+    assert users == {"", "student4"}, run.changes  # the account's own association, and student4's

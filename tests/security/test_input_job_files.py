@@ -115,6 +115,30 @@ def test_a_file_named_with_a_carriage_return_downloads_under_a_usable_name(clien
     assert 'filename="car_riage.txt"' in response["Content-Disposition"]
 
 
+@pytest.mark.parametrize(
+    ("name", "linkable", "shown"),
+    [
+        ("with space.txt", True, "with space.txt"),  # 32, the first printable character
+        ("tilde~.txt", True, "tilde~.txt"),  # 126, the last one before DEL
+        ("unit\x1fsep.txt", False, "unit\\x1fsep.txt"),  # 31
+        ("del\x7f.txt", False, "del\\x7f.txt"),  # 127
+        ("c1\x9f.txt", False, "c1\\x9f.txt"),  # 159, the last C1 control
+        ("nbsp\xa0.txt", True, "nbsp\xa0.txt"),  # 160, printable again
+    ],
+)
+def test_a_name_is_linked_unless_it_holds_a_control_character_which_is_then_made_visible(
+    client, student, job, name, linkable, shown
+):
+    odd = Path(job.workdir) / name
+    odd.write_text("data\n")
+    give_to(odd, STUDENT_ACCOUNT)
+    client.force_login(student)
+
+    [entry] = [f for f in page_files(client, job) if f.path == name]
+
+    assert (entry.linkable, entry.shown_path) == (linkable, shown)
+
+
 # ---- owners and links ----
 
 

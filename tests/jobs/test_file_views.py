@@ -7,6 +7,7 @@ would have left there (tests/jobs/conftest.py finished_job).
 
 import json
 import os
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -366,3 +367,13 @@ def test_a_file_named_with_a_carriage_return_is_viewed_and_its_image_served_unde
 
     assert page.status_code == 200 and "<img" in page.content.decode()
     assert response.status_code == 200 and response["Content-Disposition"] == 'inline; filename="plot_1.png"'
+
+
+def test_the_job_page_lists_each_file_with_its_size(client, job):
+    write(job, "results/weights.bin", b"\0" * 2048)
+    write(job, "job.out", b"epoch 1\n")
+
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+
+    sizes = dict(re.findall(r'aria-label="View ([^"]+)">View</a></td><td>([^<]+)</td>', page))
+    assert sizes == {"job.out": "8\xa0bytes", "results/weights.bin": "2.0\xa0KB"}

@@ -22,7 +22,7 @@ COVERAGE :=
 COVERAGE_CRITICAL := @echo "coverage floors: checked only when the whole suite runs"
 endif
 
-.PHONY: demo test test-slurm24 lint mutate mutate-pure prereqs cluster services venv clean-venv slurm24 slurm24-down
+.PHONY: demo test test-slurm24 lint mutate mutate-pure mutate-slurm24 prereqs cluster services venv clean-venv slurm24 slurm24-down
 
 demo: prereqs venv cluster services
 	scripts/demo
@@ -48,6 +48,13 @@ mutate: prereqs venv cluster services
 
 mutate-pure: venv
 	$(TEST_ENV) scripts/mutate --pure $(MUTANTS)
+
+# Mutation testing beside `make mutate`, doubling what one run gets through: against the Slurm 24.11 cluster, with
+# a database and broker of its own and only the tests `make test-slurm24` runs, in .mutate-slurm24/.
+MUTATE24_ENV := DATABASE_URL=postgresql://labqueue:labqueue@127.0.0.1:5432/labqueue_mutate24 \
+	LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/12 LABQUEUE_TESTS_ONLY="$(SLURM24_TESTS)"
+mutate-slurm24: prereqs venv services slurm24
+	$(TEST_ENV) $(SLURM24_ENV) $(MUTATE24_ENV) scripts/mutate --slurm24 $(MUTANTS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -72,7 +72,8 @@ def _pure(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """LABQUEUE_TESTS_PURE_ONLY=1 keeps only the pure tests (`make mutate-pure`: mutants side by side, with
-    nothing shared to trip over).
+    nothing shared to trip over); LABQUEUE_TESTS_ONLY (paths, space-separated) only the tests under them
+    (`make mutate-slurm24`: those that run on the second lab cluster).
 
     Under `make mutate`, the fastest tests run first. mutmut stops at a mutant's first failing test (-x)
     and hands its tests over in no set order, so a killed mutant would otherwise often wait for a slow
@@ -80,6 +81,9 @@ def pytest_collection_modifyitems(config, items) -> None:
     if os.environ.get("LABQUEUE_TESTS_PURE_ONLY"):
         config.hook.pytest_deselected(items=[item for item in items if not _pure(item)])
         items[:] = [item for item in items if _pure(item)]
+    if only := tuple(os.environ.get("LABQUEUE_TESTS_ONLY", "").split()):
+        config.hook.pytest_deselected(items=[item for item in items if not item.nodeid.startswith(only)])
+        items[:] = [item for item in items if item.nodeid.startswith(only)]
     stats = Path("mutmut-stats.json")
     if not os.environ.get("MUTANT_UNDER_TEST") or not stats.exists():
         return

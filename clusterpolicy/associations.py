@@ -89,7 +89,7 @@ def _known_users() -> set[str]:
 
 
 def associations_reconcile(
-    *, course_slugs: list[str] | None = None, dry_run: bool = False, trigger: str = "command"
+    *, course_slugs: list[str] | None = None, dry_run: bool = False, trigger: str
 ) -> AssociationRun:
     """Reconcile these courses (all when None) with Slurm; record the run. Raises SlurmUnavailable
     when sacctmgr does not answer before anything was read (the run row then says so)."""

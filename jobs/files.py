@@ -40,7 +40,6 @@ class UnsafePath(Exception):
 class JobFile:
     path: str
     size: int
-    modified: float
 
     @property
     def linkable(self) -> bool:
@@ -117,10 +116,7 @@ def open_file(root: str, relative: str) -> int:
 
 def list_files(root: str) -> list[JobFile]:
     """Servable files under root (symlinks, special files, others' files left out), sorted by path."""
-    found = [
-        JobFile(path=path, size=info.st_size, modified=info.st_mtime)
-        for path, info in islice(_walk(root), MAX_LISTED_FILES)
-    ]
+    found = [JobFile(path=path, size=info.st_size) for path, info in islice(_walk(root), MAX_LISTED_FILES)]
     return sorted(found, key=lambda f: f.path)
 
 

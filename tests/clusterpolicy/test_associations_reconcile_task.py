@@ -111,7 +111,7 @@ def test_a_shared_account_keeps_its_error_and_the_courses_after_it_are_still_rec
     Enrollment.objects.create(user=student4, course=later, role=Role.STUDENT)
     Enrollment.objects.create(user=make_user("no-netid", None), course=later, role=Role.STUDENT)
 
-    run = associations.associations_reconcile(dry_run=True)
+    run = associations.associations_reconcile(dry_run=True, trigger="command")
 
     assert run.errors == [SHARED]
     assert run.courses == ["zz-later"]

@@ -219,6 +219,71 @@ def test_a_directory_with_more_entries_than_the_walk_bound_is_read_only_up_to_th
     assert len(zip_names(client, job)) <= files.MAX_SCANNED_ENTRIES
 
 
+def planted(job: Job, relative: str) -> None:
+    """A file the job left at `relative`, with the directories on the way, all the student's."""
+    path = Path(job.workdir)
+    for part in Path(relative).parts[:-1]:
+        path = path / part
+        path.mkdir(exist_ok=True)
+        give_to(path, STUDENT_ACCOUNT)
+    (path / Path(relative).name).write_text("x\n")
+    give_to(path / Path(relative).name, STUDENT_ACCOUNT)
+
+
+def test_the_walk_goes_exactly_max_depth_directories_down(client, student, job, monkeypatch):
+    monkeypatch.setattr(files, "MAX_DEPTH", 3)
+    planted(job, "d/d/d/at3.txt")
+    planted(job, "d/d/d/d/at4.txt")
+    client.force_login(student)
+
+    assert zip_names(client, job) == ["d/d/d/at3.txt", "job.out", "results/out.txt"]
+
+
+def test_the_walk_still_enters_a_directory_with_one_entry_of_its_budget_left_and_none_after(
+    client, student, job, monkeypatch
+):
+    # Read in order: the job directory's 3 entries (crowd, job.out, results), crowd's 6 (f1..f5, zz), then
+    # zz's one entry: the budget is spent, so results is never read.
+    monkeypatch.setattr(files, "MAX_SCANNED_ENTRIES", 10)
+    for number in range(1, 6):
+        planted(job, f"crowd/f{number}")
+    planted(job, "crowd/zz/inner.txt")
+    client.force_login(student)
+
+    names = zip_names(client, job)
+
+    assert "crowd/zz/inner.txt" in names and "results/out.txt" not in names
+    assert names == [*(f"crowd/f{number}" for number in range(1, 6)), "crowd/zz/inner.txt", "job.out"]
+
+
+@pytest.mark.timeout(30)  # a FIFO opened without O_NONBLOCK would wait for a writer for ever
+@pytest.mark.parametrize("swapped_in", ["directory", "fifo"])
+def test_a_directory_swapped_between_the_scan_and_the_open_is_skipped_and_the_walk_goes_on(
+    client, student, job, monkeypatch, swapped_in
+):
+    planted(job, "a/first.txt")
+    planted(job, "b/yours.txt")
+    planted(job, "c/last.txt")
+    workdir = Path(job.workdir)
+    real_open = os.open
+
+    def open_swapping_b(path, flags, *args, **kwargs):
+        if path == "b" and "dir_fd" in kwargs:  # the job renames b away and puts something else there
+            monkeypatch.setattr(os, "open", real_open)
+            os.rename(workdir / "b", workdir / "b-scanned")
+            if swapped_in == "directory":
+                planted(job, "b/swapped-in.txt")
+            else:
+                os.mkfifo(workdir / "b")
+                give_to(workdir / "b", STUDENT_ACCOUNT)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", open_swapping_b)
+    client.force_login(student)
+
+    assert listed(client, job) == ["a/first.txt", "c/last.txt", "job.out", "results/out.txt"]
+
+
 # ---- logs ----
 
 

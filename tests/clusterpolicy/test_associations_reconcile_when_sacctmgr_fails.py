@@ -10,6 +10,7 @@ answers "Nothing modified" (24.11: "Request didn't affect anything") to the modi
 counts as done.
 """
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -96,8 +97,10 @@ def refused_for_the_unknown_cluster(text: str) -> bool:
     )
 
 
-def test_a_change_sacctmgr_refuses_is_recorded_and_the_other_changes_still_run(client, ghost_course, unknown_cluster):
-    with runner.command_log() as commands:
+def test_a_change_sacctmgr_refuses_is_recorded_and_the_other_changes_still_run(
+    client, ghost_course, unknown_cluster, caplog
+):
+    with runner.command_log() as commands, caplog.at_level(logging.WARNING, logger="clusterpolicy.associations"):
         associations_reconcile(trigger="periodic")
 
     run = AssociationRun.objects.get()
@@ -110,6 +113,10 @@ def test_a_change_sacctmgr_refuses_is_recorded_and_the_other_changes_still_run(c
     assert all(refused_for_the_unknown_cluster(error.partition(": ")[2]) for error in run.errors)
     page = staff_page(client)
     assert "Errors" in page and all(escape(error) in page for error in run.errors)
+    logged = [record.getMessage() for record in caplog.records if record.name == "clusterpolicy.associations"]
+    assert logged == ["reconcile_associations: {} failed: {}".format(*error.split(": ", 1)) for error in run.errors], (
+        "the operators' log names each refused command and Slurm's reason"
+    )
 
 
 def test_the_reconcile_command_prints_each_refused_change_and_fails_naming_how_many(

@@ -256,6 +256,20 @@ def test_the_walk_still_enters_a_directory_with_one_entry_of_its_budget_left_and
     assert names == [*(f"crowd/f{number}" for number in range(1, 6)), "crowd/zz/inner.txt", "job.out"]
 
 
+def test_a_listing_cut_at_its_limit_inside_nested_directories_leaves_no_descriptor_open(
+    client, student, job, monkeypatch
+):
+    monkeypatch.setattr(files, "MAX_LISTED_FILES", 2)
+    for number in range(5):
+        planted(job, f"a/b/c/f{number}")
+    client.force_login(student)
+    open_before = len(os.listdir("/proc/self/fd"))
+
+    assert listed(client, job) == ["a/b/c/f0", "a/b/c/f1"]  # the walk stopped three directories down
+
+    assert len(os.listdir("/proc/self/fd")) == open_before
+
+
 @pytest.mark.timeout(30)  # a FIFO opened without O_NONBLOCK would wait for a writer for ever
 @pytest.mark.parametrize("swapped_in", ["directory", "fifo"])
 def test_a_directory_swapped_between_the_scan_and_the_open_is_skipped_and_the_walk_goes_on(

@@ -256,11 +256,50 @@ def test_the_walk_still_enters_a_directory_with_one_entry_of_its_budget_left_and
     assert names == [*(f"crowd/f{number}" for number in range(1, 6)), "crowd/zz/inner.txt", "job.out"]
 
 
+def test_a_symlink_to_the_students_own_file_is_neither_listed_nor_zipped(client, student, job):
+    os.symlink("results/out.txt", Path(job.workdir) / "shortcut.txt")
+    client.force_login(student)
+
+    assert listed(client, job) == ["job.out", "results/out.txt"]
+    assert zip_names(client, job) == ["job.out", "results/out.txt"]
+
+
+def test_a_file_the_job_deletes_between_the_directory_read_and_its_stat_is_left_out_and_the_walk_goes_on(
+    client, student, job, monkeypatch
+):
+    for name in ("a.txt", "b.txt", "c.txt"):
+        planted(job, f"out/{name}")
+    real_scandir = os.scandir
+
+    class Deleting:
+        """The directory's entries as read, b.txt removed by the job the moment it has been read."""
+
+        def __init__(self, fd):
+            self.scan = real_scandir(fd)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.scan.close()
+
+        def __iter__(self):
+            for entry in self.scan:
+                if entry.name == "b.txt":
+                    os.unlink(Path(job.workdir, "out", "b.txt"))
+                yield entry
+
+    monkeypatch.setattr(os, "scandir", Deleting)
+    client.force_login(student)
+
+    assert listed(client, job) == ["job.out", "out/a.txt", "out/c.txt", "results/out.txt"]
+
+
 def test_a_listing_cut_at_its_limit_inside_nested_directories_leaves_no_descriptor_open(
     client, student, job, monkeypatch
 ):
     monkeypatch.setattr(files, "MAX_LISTED_FILES", 2)
-    for number in range(5):
+    for number in reversed(range(5)):  # made last to first: the walk goes by name, not by creation
         planted(job, f"a/b/c/f{number}")
     client.force_login(student)
     open_before = len(os.listdir("/proc/self/fd"))

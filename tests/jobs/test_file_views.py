@@ -377,3 +377,26 @@ def test_the_job_page_lists_each_file_with_its_size(client, job):
 
     sizes = dict(re.findall(r'aria-label="View ([^"]+)">View</a></td><td>([^<]+)</td>', page))
     assert sizes == {"job.out": "8\xa0bytes", "results/weights.bin": "2.0\xa0KB"}
+
+
+def test_a_job_folder_the_portal_may_not_open_is_explained_on_the_page_and_a_missing_one_is_not(
+    client, job, monkeypatch
+):
+    """As root this process opens every folder; the refusal the service account meets (a student who closed
+    the folder to the portal's group, tests/security/test_service_account_end_to_end.py) is the kernel's
+    EACCES, given here for the job's folder alone."""
+    real_open = os.open
+
+    def refusing(path, flags, *args, **kwargs):
+        if path == job.workdir:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert 'id="files-unreadable"' in page and "(the portal cannot read it)" in page
+
+    monkeypatch.setattr(os, "open", real_open)
+    os.rmdir(job.workdir)  # not made yet: nothing to read, nothing to explain
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert 'id="files-unreadable"' not in page

@@ -189,7 +189,7 @@ LIVE_FIELDS = ("slurm_state", "reason", "queue_position", "started_at")
 def _live_fields(live: slurm.LiveJob) -> dict:
     return {
         "slurm_state": live.state,
-        "reason": "" if live.reason in ("None", "") else live.reason,
+        "reason": live.reason,  # the adapter already gives "" for Slurm's "None"
         "queue_position": live.queue_position,
         "started_at": live.start_time if states.is_running(live.state) else None,
     }
@@ -200,7 +200,7 @@ def _final_fields(record: slurm.AcctRecord) -> dict:
         "cancelled_by": record.cancelled_by,
         "accounting": _record_json(record),
         "slurm_state": record.state,
-        "reason": "" if record.reason in ("None", "") else record.reason,
+        "reason": record.reason,
         "queue_position": None,
         "exit_code": record.exit_code,
         "exit_signal": record.signal,

@@ -29,6 +29,7 @@ def test_a_job_cancelled_through_the_worker_is_recorded_as_cancelled_by_the_stud
 
     uid = str(pwd.getpwnam("student1").pw_uid)
     assert job.cancelled_by == uid
+    assert job.reason == "", "Slurm's reason of an ended job is 'None', which is no reason to show"
     assert f"(by {uid})" in client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
 
 

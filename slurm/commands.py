@@ -118,10 +118,8 @@ def find_by_name(job_name: str) -> str | None:
     found = parsers.newest_job_id(parsers.parse_job_ids(stdout))
     if found:
         return found
-    stdout = runner.run(
-        ["sacct", "-X", "-n", "-P", "-a", "--name", job_name, "-S", WIDE_START, "-o", "JobID"],
-        env_extra=TIME_ENV,
-    )
+    # Only job ids are read, from a start in 2000: no time format or zone matters here.
+    stdout = runner.run(["sacct", "-X", "-n", "-P", "-a", "--name", job_name, "-S", WIDE_START, "-o", "JobID"])
     return parsers.newest_job_id(parsers.parse_job_ids(stdout))
 
 

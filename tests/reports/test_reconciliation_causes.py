@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from courses.models import Assignment
 from jobs.models import Job, Status
+from reports import reconciliation
 from reports.models import AccountingCursor, UsageRecord
 from tests.http_helpers import table_rows
 
@@ -299,3 +300,50 @@ def test_a_record_that_differs_in_two_ways_names_both_causes_one_after_the_other
     assert [row[-1] for row in differences(client, instructor)] == [
         "Slurm charged account cs102; the portal asked for cs101. Slurm allocated 2 GPU(s); the portal asked for 1."
     ]
+
+
+def outside_record(slurm_job_id: str, minute: int) -> UsageRecord:
+    """A job someone ran with sbatch on the course account, around the portal."""
+    submitted = T0 + timedelta(minutes=minute)
+    return UsageRecord.objects.create(
+        cluster=settings.LABQUEUE_SLURM_CLUSTER,
+        slurm_job_id=slurm_job_id,
+        submitted_at=submitted,
+        job_name="train.sh",
+        user="student1",
+        account="cs101",
+        partition="gpu",
+        state="COMPLETED",
+        exit_code=0,
+        started_at=submitted,
+        ended_at=submitted + timedelta(minutes=5),
+        elapsed_seconds=300,
+        gpus=1,
+        cpus=1,
+        mem_mb=500,
+        billing=1,
+        ingested_at=T0 + timedelta(days=20),
+    )
+
+
+def test_jobs_run_around_the_portal_are_listed_by_submission_time_then_by_id(client, instructor, agreeing):
+    outside_record("9002", minute=1)
+    outside_record("9003", minute=2)  # written before 9001, submitted at the same minute
+    outside_record("9001", minute=2)
+
+    assert [row[1] for row in differences(client, instructor) if row[0] == OUTSIDE] == ["9002", "9001", "9003"]
+
+
+@pytest.mark.parametrize(("records", "notice"), [(2, False), (3, True)])
+def test_the_only_the_first_notice_appears_once_a_kind_has_more_differences_than_are_listed(
+    client, instructor, agreeing, monkeypatch, records, notice
+):
+    monkeypatch.setattr(reconciliation, "DIFFERENCES_SHOWN", 2)
+    for number in range(records):
+        outside_record(str(9001 + number), minute=number)
+    client.force_login(instructor)
+
+    page = client.get(REPORT).content.decode()
+
+    assert ("differences of each kind are listed" in page) is notice
+    assert [row[1] for row in table_rows(page, "reconciliation-differences")] == ["9001", "9002"]

@@ -117,3 +117,13 @@ def test_a_shared_account_keeps_its_error_and_the_courses_after_it_are_still_rec
     assert run.courses == ["zz-later"]
     users = {user for change in run.changes if change["account"] == "zz-later" for user in change["user"].split(",")}
     assert users == {"", "student4"}, run.changes  # the account's own association, and student4's
+
+
+def test_a_new_accounts_description_is_the_course_code_and_term_cut_at_60_characters(db):
+    code, term = "C" * 32, "T" * 32  # the longest each may be
+    Course.objects.create(slug="long-names", code=code, title="x", term=term, slurm_account="zz-long")
+
+    run = associations.associations_reconcile(dry_run=True, trigger="command")  # reads Slurm, changes nothing
+
+    [add] = [change for change in run.changes if change["action"] == "add-account"]
+    assert f"description={code} {term}"[: len("description=") + 60] in add["argv"]

@@ -388,5 +388,5 @@ def usage_overview(*, window: ReportRange, now: datetime | None = None) -> list[
         label, key = str(course), course.slurm_account
         rows.append((course, Usage.from_row(row, label, key) if row else Usage(label, key)))
     for account in sorted(set(by_account) - {course.slurm_account for course, _ in rows}):
-        rows.append((None, Usage.from_row(by_account[account], account, account, note="no course in the portal")))
+        rows.append((None, Usage.from_row(by_account[account], "no course in the portal", account)))
     return rows

@@ -35,17 +35,16 @@ def lab(course: Course, *, starts_in: timedelta, minutes: int = 60, **fields) ->
     )
 
 
+def holding(course: Course, nodes: str, *, starts_in: timedelta, **fields) -> LabSession:
+    """Another course's lab whose reservation holds these nodes (reserved, unless `fields` say otherwise)."""
+    values = {"state": State.RESERVED, "reservation_name": "lq-cs102-1", "reservation_active": True, **fields}
+    return lab(course, starts_in=starts_in, reserved_nodes=nodes, **values)
+
+
 def test_a_lab_needing_nodes_another_lab_holds_fails_with_the_reason_on_the_labs_page(
     client, instructor, course, other_course
 ):
-    lab(
-        other_course,
-        starts_in=timedelta(minutes=-10),
-        state=State.RESERVED,
-        reservation_name="lq-cs102-1",
-        reservation_active=True,
-        reserved_nodes="gpu1",
-    )
+    holding(other_course, "gpu1", starts_in=timedelta(minutes=-10))
     session = lab(course, starts_in=timedelta(minutes=20), nodes=2)
     next_week = lab(course, starts_in=timedelta(days=7), nodes=2)  # not due yet: this tick leaves it alone
 
@@ -64,14 +63,7 @@ def test_a_lab_needing_nodes_another_lab_holds_fails_with_the_reason_on_the_labs
 
 
 def test_a_lab_that_another_lab_no_longer_overlaps_may_use_its_nodes(course, other_course):
-    lab(
-        other_course,
-        starts_in=timedelta(hours=-3),
-        state=State.RESERVED,
-        reservation_name="lq-cs102-1",
-        reservation_active=True,
-        reserved_nodes="gpu1,gpu2",
-    )
+    holding(other_course, "gpu1,gpu2", starts_in=timedelta(hours=-3))
     session = lab(course, starts_in=timedelta(minutes=20), nodes=2)
 
     with runner.command_log() as commands:
@@ -83,14 +75,7 @@ def test_a_lab_that_another_lab_no_longer_overlaps_may_use_its_nodes(course, oth
 
 
 def test_a_lab_holding_both_nodes_leaves_none_for_an_overlapping_lab(course, other_course):
-    lab(
-        other_course,
-        starts_in=timedelta(minutes=-10),
-        state=State.RESERVED,
-        reservation_name="lq-cs102-1",
-        reservation_active=True,
-        reserved_nodes="gpu1,gpu2",
-    )
+    holding(other_course, "gpu1,gpu2", starts_in=timedelta(minutes=-10))
     session = lab(course, starts_in=timedelta(minutes=20), nodes=1)
 
     with runner.command_log() as commands:
@@ -102,14 +87,7 @@ def test_a_lab_holding_both_nodes_leaves_none_for_an_overlapping_lab(course, oth
 
 
 def test_a_lab_reserved_for_after_this_one_ends_does_not_hold_its_nodes_now(course, other_course):
-    lab(
-        other_course,
-        starts_in=timedelta(minutes=90),  # this lab runs from 20 to 80 minutes from now
-        state=State.RESERVED,
-        reservation_name="lq-cs102-1",
-        reservation_active=True,
-        reserved_nodes="gpu1,gpu2",
-    )
+    holding(other_course, "gpu1,gpu2", starts_in=timedelta(minutes=90))  # this lab runs from 20 to 80 minutes from now
     lab(course, starts_in=timedelta(minutes=20), nodes=2)
 
     with runner.command_log() as commands:
@@ -119,14 +97,7 @@ def test_a_lab_reserved_for_after_this_one_ends_does_not_hold_its_nodes_now(cour
 
 
 def test_a_lab_cancelled_while_slurm_refused_it_stays_cancelled_not_failed(course, other_course):
-    lab(
-        other_course,
-        starts_in=timedelta(minutes=-10),
-        state=State.RESERVED,
-        reservation_name="lq-cs102-1",
-        reservation_active=True,
-        reserved_nodes="gpu1,gpu2",
-    )
+    holding(other_course, "gpu1,gpu2", starts_in=timedelta(minutes=-10))
     session = lab(course, starts_in=timedelta(minutes=20), nodes=1)
     LabSession.objects.filter(pk=session.pk).update(state=State.CANCELLED)  # the instructor, meanwhile
 
@@ -137,14 +108,9 @@ def test_a_lab_cancelled_while_slurm_refused_it_stays_cancelled_not_failed(cours
 
 
 def test_an_overlapping_lab_whose_reservation_is_gone_no_longer_holds_its_nodes(course, other_course):
-    lab(
-        other_course,
-        starts_in=timedelta(minutes=-10),
-        state=State.CANCELLED,  # its instructor cancelled it and the reservation was removed
-        reservation_name="lq-cs102-1",
-        reservation_active=False,
-        reserved_nodes="gpu1,gpu2",
-    )
+    holding(
+        other_course, "gpu1,gpu2", starts_in=timedelta(minutes=-10), state=State.CANCELLED, reservation_active=False
+    )  # its instructor cancelled it and the reservation was removed
     lab(course, starts_in=timedelta(minutes=20), nodes=2)
 
     with runner.command_log() as commands:

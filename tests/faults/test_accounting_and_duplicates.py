@@ -2,7 +2,9 @@
 work at once; beat is started twice by mistake. Nothing is reported finished or running that is not,
 nothing happens twice."""
 
+import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,56 @@ def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_don
     assert UsageRecord.objects.filter(slurm_job_id=job.slurm_job_id).count() == 1
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "Your job finished successfully." in page
+
+
+def accounting_state(job: Job) -> str | None:
+    record = slurm.accounting(job_ids=[job.slurm_job_id]).get(job.slurm_job_id)
+    return record.state if record else None
+
+
+@contextmanager
+def accounting_still_running(job_id: str):
+    """slurmdbd's row for the job as it stands before the job's end reaches it (slurmctld sends the end
+    later; a slurmdbd that lags or lost it keeps calling the job RUNNING): sacct says RUNNING with no end.
+    The row is put back as it was afterwards."""
+
+    def sql(statement: str) -> str:
+        return subprocess.run(
+            ["mariadb", "-N", "-B", "slurm_acct_db", "-e", statement], check=True, capture_output=True, text=True
+        ).stdout
+
+    where = f"WHERE id_job = {int(job_id)}"
+    state, end = sql(f"SELECT state, time_end FROM lab_job_table {where}").split()
+    sql(f"UPDATE lab_job_table SET state = 1, time_end = 0 {where}")  # 1: JOB_RUNNING in slurmdbd's tables
+    try:
+        yield
+    finally:
+        sql(f"UPDATE lab_job_table SET state = {int(state)}, time_end = {int(end)} {where}")
+
+
+def test_a_job_gone_from_the_queue_that_accounting_still_calls_running_waits_for_its_end(
+    client, student, assignment, job_root
+):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    dispatch.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    left_the_queue(job)
+    wait_until(lambda: accounting_state(job) == "COMPLETED", "the job's end reached accounting")
+
+    with accounting_still_running(job.slurm_job_id):
+        assert accounting_state(job) == "RUNNING"
+        dispatch.jobs_sync()
+
+        job.refresh_from_db()
+        assert job.status == Status.PENDING and job.left_queue_at is not None and job.ended_at is None
+        page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+        assert "waiting for the cluster&#x27;s accounting to confirm how it ended" in page
+
+    dispatch.jobs_sync()
+    job.refresh_from_db()
+    assert job.status == Status.COMPLETED and job.exit_code == 0
 
 
 def together(code: str, settings, copies: int = 2) -> None:

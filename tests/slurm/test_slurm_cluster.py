@@ -18,6 +18,7 @@ import pytest
 
 import slurm
 from slurm import accounts, reservations, runner
+from tests.conftest import cancel_jobs_under
 from tests.lab import lab_slurm_conf
 
 from .helpers import COURSE_ACCOUNT, STUDENT, TEST_ROOT, JobDir, give_to_student, wait_for, wait_for_final
@@ -46,8 +47,11 @@ def _student_dir(submitted: list[str]) -> Iterator[JobDir]:
     path = TEST_ROOT / uuid.uuid4().hex[:12]
     path.mkdir()
     give_to_student(path)
-    yield JobDir(path, submitted)
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        yield JobDir(path, submitted)
+    finally:
+        cancel_jobs_under(path)  # the test's own jobs, at its end: held ones would otherwise wait forever
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from courses.models import Assignment, Course, Enrollment, Role
 from jobs.models import Job
 from tests.behaviour_helpers import assoc_fields, restore_cs102, slurm
 from tests.conftest import ECHO_SCRIPT, PARAMETERS, make_user, submit_form
+from tests.lab import slurm_tool
 from tests.security.conftest import site_ceilings_set
 
 pytestmark = pytest.mark.slurm
@@ -95,7 +96,7 @@ def sbatch_as_student4_with_qos(qos: str) -> subprocess.CompletedProcess:
         "-u",
         "student4",
         "--",
-        "sbatch",
+        slurm_tool("sbatch"),
         "--parsable",
         "--export=NONE",
         "--account=cs102",

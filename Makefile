@@ -22,7 +22,7 @@ COVERAGE :=
 COVERAGE_CRITICAL := @echo "coverage floors: checked only when the whole suite runs"
 endif
 
-.PHONY: demo test test-slurm24 lint mutate mutate-pure mutate-slurm24 prereqs cluster services venv clean-venv slurm24 slurm24-down
+.PHONY: demo test test-slurm24 lint mutate mutate-pure mutate-slurm24 mutate-nocluster prereqs cluster services venv clean-venv slurm24 slurm24-down
 
 demo: prereqs venv cluster services
 	scripts/demo
@@ -55,6 +55,12 @@ MUTATE24_ENV := DATABASE_URL=postgresql://labqueue:labqueue@127.0.0.1:5432/labqu
 	LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/12 LABQUEUE_TESTS_ONLY="$(SLURM24_TESTS)"
 mutate-slurm24: prereqs venv services slurm24
 	$(TEST_ENV) $(SLURM24_ENV) $(MUTATE24_ENV) scripts/mutate --slurm24 $(MUTANTS)
+
+# Beside `make mutate` too: the tests that leave the lab cluster alone, with a database and broker of their own.
+MUTATENC_ENV := DATABASE_URL=postgresql://labqueue:labqueue@127.0.0.1:5432/labqueue_mutatenc \
+	LABQUEUE_REDIS_URL=redis://127.0.0.1:6379/11
+mutate-nocluster: prereqs venv services
+	$(TEST_ENV) $(MUTATENC_ENV) scripts/mutate --no-cluster $(MUTANTS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

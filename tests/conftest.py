@@ -72,8 +72,9 @@ def _pure(item: pytest.Item) -> bool:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """LABQUEUE_TESTS_PURE_ONLY=1 keeps only the pure tests (`make mutate-pure`: mutants side by side, with
-    nothing shared to trip over); LABQUEUE_TESTS_ONLY (paths, space-separated) only the tests under them
-    (`make mutate-slurm24`: those that run on the second lab cluster).
+    nothing shared to trip over); LABQUEUE_TESTS_NO_CLUSTER=1 only those that leave the lab cluster alone
+    (`make mutate-nocluster`, beside a run that has the cluster); LABQUEUE_TESTS_ONLY (paths,
+    space-separated) only the tests under them (`make mutate-slurm24`: those that run on the second lab cluster).
 
     Under `make mutate`, the fastest tests run first. mutmut stops at a mutant's first failing test (-x)
     and hands its tests over in no set order, so a killed mutant would otherwise often wait for a slow
@@ -81,6 +82,9 @@ def pytest_collection_modifyitems(config, items) -> None:
     if os.environ.get("LABQUEUE_TESTS_PURE_ONLY"):
         config.hook.pytest_deselected(items=[item for item in items if not _pure(item)])
         items[:] = [item for item in items if _pure(item)]
+    if os.environ.get("LABQUEUE_TESTS_NO_CLUSTER"):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("slurm")])
+        items[:] = [item for item in items if not item.get_closest_marker("slurm")]
     if only := tuple(os.environ.get("LABQUEUE_TESTS_ONLY", "").split()):
         config.hook.pytest_deselected(items=[item for item in items if not item.nodeid.startswith(only)])
         items[:] = [item for item in items if item.nodeid.startswith(only)]

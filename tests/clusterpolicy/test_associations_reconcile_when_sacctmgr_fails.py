@@ -24,6 +24,8 @@ from courses.models import Course, Enrollment, Role
 from slurm import runner
 from tests.conftest import make_user
 
+pytestmark = pytest.mark.slurm  # the real sacctmgr, asked about a cluster it does not know
+
 GHOST = "lqghost"
 
 

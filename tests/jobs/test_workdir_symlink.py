@@ -11,6 +11,7 @@ import os
 import pwd
 from pathlib import Path
 
+import pytest
 from django.urls import reverse
 
 from courses.scripting import SCRIPT_NAME
@@ -20,6 +21,8 @@ from jobs.workdir import staging_dir, workdir_submit
 from slurm.runner import command_log
 from tests.behaviour_helpers import slurm_job_ids
 from tests.conftest import dispatch, submitted
+
+pytestmark = pytest.mark.slurm  # the helper runs the real sbatch, and the tests ask squeue what Slurm heard of
 
 
 def assert_refused_before_sbatch(client, job: Job, commands) -> None:

@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from courses.models import Assignment
@@ -141,6 +143,20 @@ def test_a_record_on_the_course_account_from_another_courses_portal_job_is_liste
     assert differences(client, instructor) == [
         [OUTSIDE, job.slurm_job_id, "student3", "", "Submitted through the portal for another course, CS102 (Fall)."]
     ]
+
+
+def test_records_of_other_courses_portal_jobs_cost_no_query_each(client, instructor, agreeing, outsider, other_course):
+    foreign = Assignment.objects.create(course=other_course, slug="hello", title="Elsewhere", script_template="true")
+    client.force_login(instructor)
+
+    def queries_with(records: int) -> int:
+        for _ in range(records):
+            slurm_record(portal_job(outsider, foreign, minute=10), account="cs101")
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(REPORT).status_code == 200
+        return len(queries)
+
+    assert queries_with(1) == queries_with(3)
 
 
 def test_a_portal_job_slurm_has_no_record_of_is_listed_as_missing(client, instructor, student, assignment, agreeing):
@@ -332,6 +348,50 @@ def test_jobs_run_around_the_portal_are_listed_by_submission_time_then_by_id(cli
     outside_record("9001", minute=2)
 
     assert [row[1] for row in differences(client, instructor) if row[0] == OUTSIDE] == ["9002", "9001", "9003"]
+
+
+def test_a_job_run_around_the_portal_is_listed_with_its_job_name(client, instructor, agreeing):
+    outside_record("9001", minute=1)
+
+    assert differences(client, instructor) == [
+        [
+            OUTSIDE,
+            "9001",
+            "student1",
+            "",
+            "On the course account but not submitted through the portal (job name “train.sh”).",
+        ]
+    ]
+
+
+def test_disagreeing_records_are_listed_by_submission_time_not_by_job_id(
+    client, instructor, student, assignment, agreeing
+):
+    later = portal_job(student, assignment, gpus=1, minute=20)  # the lower job id, submitted later
+    earlier = portal_job(student, assignment, gpus=1, minute=10)
+    slurm_record(later, gpus=2)
+    slurm_record(earlier, gpus=2)
+
+    assert [row[1] for row in differences(client, instructor)] == [earlier.slurm_job_id, later.slurm_job_id]
+
+
+def test_a_portal_job_whose_slurm_id_an_earlier_job_had_is_missing_when_only_that_job_has_a_record(
+    client, instructor, student, assignment, agreeing
+):
+    earlier = portal_job(student, assignment, minute=10)
+    slurm_record(earlier)
+    later = portal_job(student, assignment, minute=20)  # Slurm's job ids started again (a controller rebuilt)
+    Job.objects.filter(pk=later.pk).update(slurm_job_id=earlier.slurm_job_id)
+
+    assert differences(client, instructor) == [
+        [
+            MISSING,
+            earlier.slurm_job_id,
+            "student1",
+            short(later),
+            f"The portal sent it to Slurm as job {earlier.slurm_job_id}, but Slurm's accounting has no record of it.",
+        ]
+    ]
 
 
 @pytest.mark.parametrize(("records", "notice"), [(2, False), (3, True)])

@@ -37,7 +37,7 @@ class CourseReport:
     assignments: list[Usage]
     states: list[tuple[str, int]]
     days: list[tuple[date, float]]
-    reconciliation: Reconciliation
+    reconciliation: Reconciliation | None  # None until Slurm's accounting is first copied
 
 
 def course_report(*, course: Course, window: ReportRange, now: datetime | None = None) -> CourseReport:

@@ -7,7 +7,7 @@ disagrees with the portal job. Compares only up to the last ingest; never calls 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
@@ -60,20 +60,20 @@ class Side:
 class Reconciliation:
     portal: Side
     slurm: Side
-    differences: list[Difference] = field(default_factory=list)
-    ingested_until: datetime | None = None
-    cut: bool = False
+    differences: list[Difference]
+    ingested_until: datetime
+    cut: bool
 
     @property
     def agrees(self) -> bool:
         return not self.differences and self.portal == self.slurm
 
 
-def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_side: Usage) -> Reconciliation:
+def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_side: Usage) -> Reconciliation | None:
     """Portal jobs of the course vs. Slurm's records on its account in the window. Five queries.
 
     Compared only up to where accounting has been copied (AccountingCursor): a job
-    submitted after that is not a difference yet.
+    submitted after that is not a difference yet. None before the first copy: nothing to compare.
     """
     cursor = (
         AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER)
@@ -81,7 +81,7 @@ def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_
         .first()
     )
     if cursor is None:
-        return Reconciliation(Side(0, 0), Side(slurm_side.jobs, slurm_side.gpu_seconds))
+        return None
     portal_jobs = (
         Job.objects.filter(assignment__course=course, submitted_at__lt=min(window.end, cursor))
         .exclude(slurm_job_id="")

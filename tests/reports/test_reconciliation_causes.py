@@ -145,18 +145,44 @@ def test_a_record_on_the_course_account_from_another_courses_portal_job_is_liste
     ]
 
 
-def test_records_of_other_courses_portal_jobs_cost_no_query_each(client, instructor, agreeing, outsider, other_course):
+def test_listed_records_cost_no_query_each(client, instructor, student, assignment, agreeing, outsider, other_course):
     foreign = Assignment.objects.create(course=other_course, slug="hello", title="Elsewhere", script_template="true")
     client.force_login(instructor)
 
     def queries_with(records: int) -> int:
         for _ in range(records):
             slurm_record(portal_job(outsider, foreign, minute=10), account="cs101")
+            slurm_record(portal_job(student, assignment, gpus=1, minute=10), gpus=2)  # disagrees
         with CaptureQueriesContext(connection) as queries:
             assert client.get(REPORT).status_code == 200
         return len(queries)
 
     assert queries_with(1) == queries_with(3)
+
+
+def test_before_accounting_is_first_copied_the_page_says_there_is_nothing_to_compare(
+    client, instructor, student, assignment
+):
+    portal_job(student, assignment, minute=10)  # no record: it would be missing, were there a copy
+    client.force_login(instructor)
+
+    page = client.get(REPORT).content.decode()
+
+    assert "Slurm's accounting has not been copied into the portal yet, so there is nothing to compare." in page
+    assert 'id="reconciliation-totals"' not in page and 'id="reconciliation-differences"' not in page
+
+
+def test_another_courses_portal_jobs_are_neither_counted_nor_listed(
+    client, instructor, agreeing, outsider, other_course
+):
+    foreign = Assignment.objects.create(course=other_course, slug="hello", title="Elsewhere", script_template="true")
+    portal_job(outsider, foreign, minute=10)  # on cs102, with no record
+
+    client.force_login(instructor)
+    page = client.get(REPORT).content.decode()
+    jobs = {row[0]: row[1] for row in table_rows(page, "reconciliation-totals") if row}
+    assert jobs["The portal's jobs"] == str(len(agreeing))
+    assert 'id="reconciliation-agrees"' in page
 
 
 def test_a_portal_job_slurm_has_no_record_of_is_listed_as_missing(client, instructor, student, assignment, agreeing):
@@ -373,6 +399,15 @@ def test_disagreeing_records_are_listed_by_submission_time_not_by_job_id(
     slurm_record(earlier, gpus=2)
 
     assert [row[1] for row in differences(client, instructor)] == [earlier.slurm_job_id, later.slurm_job_id]
+
+
+def test_disagreeing_records_submitted_at_once_are_listed_by_job_id(client, instructor, student, assignment, agreeing):
+    first = portal_job(student, assignment, gpus=1, minute=10)
+    second = portal_job(student, assignment, gpus=1, minute=10)
+    slurm_record(second, gpus=2)  # written first
+    slurm_record(first, gpus=2)
+
+    assert [row[1] for row in differences(client, instructor)] == [first.slurm_job_id, second.slurm_job_id]
 
 
 def test_a_portal_job_whose_slurm_id_an_earlier_job_had_is_missing_when_only_that_job_has_a_record(

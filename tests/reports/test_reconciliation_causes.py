@@ -402,12 +402,13 @@ def test_disagreeing_records_are_listed_by_submission_time_not_by_job_id(
 
 
 def test_disagreeing_records_submitted_at_once_are_listed_by_job_id(client, instructor, student, assignment, agreeing):
-    first = portal_job(student, assignment, gpus=1, minute=10)
-    second = portal_job(student, assignment, gpus=1, minute=10)
-    slurm_record(second, gpus=2)  # written first
-    slurm_record(first, gpus=2)
+    jobs = [portal_job(student, assignment, gpus=1, minute=10) for _ in range(3)]
+    for job, slurm_job_id in zip(jobs, ["7993", "7991", "7992"], strict=True):  # ids in another order than the rows
+        Job.objects.filter(pk=job.pk).update(slurm_job_id=slurm_job_id)
+        job.slurm_job_id = slurm_job_id
+        slurm_record(job, gpus=2)
 
-    assert [row[1] for row in differences(client, instructor)] == [first.slurm_job_id, second.slurm_job_id]
+    assert [row[1] for row in differences(client, instructor)] == ["7991", "7992", "7993"]
 
 
 def test_a_portal_job_whose_slurm_id_an_earlier_job_had_is_missing_when_only_that_job_has_a_record(

@@ -61,7 +61,18 @@ def test_a_job_over_the_running_limit_is_accepted_and_told_it_will_wait(client, 
     response = post_job(client, student)
     assert response.status_code == 302
     job = Job.objects.get(status=Status.QUEUED)
-    assert "runs at most 1 job per student at once" in job.events.get().cause
+    assert job.events.get().cause == (
+        "Submitted in the portal. This course runs at most 1 job per student at once and you have 1 in the "
+        "cluster: this one waits until one of them ends."
+    )
+
+
+def test_a_job_under_the_running_limit_is_told_nothing_about_waiting(client, student, assignment, course):
+    course.max_running_jobs_per_student = 2
+    course.save()
+    past_job(student, assignment, gpus=1, hours=0, status=Status.RUNNING)
+    assert post_job(client, student).status_code == 302
+    assert Job.objects.get(status=Status.QUEUED).events.get().cause == "Submitted in the portal."
 
 
 def test_a_student_past_the_gpu_hour_budget_is_refused_with_used_and_remaining(client, student, assignment, course):

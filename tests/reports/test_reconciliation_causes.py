@@ -289,11 +289,36 @@ def test_a_record_whose_run_time_differs_from_the_portal_is_listed(client, instr
     ]
 
 
+def totals(page: str) -> dict[str, list[str]]:
+    """The reconciliation's totals: each side's jobs and GPU-hours, by the side's name."""
+    return {row[0].split(" on ")[0]: row[1:] for row in table_rows(page, "reconciliation-totals") if row}
+
+
 def test_agreeing_jobs_alone_show_no_difference(client, instructor, agreeing):
     client.force_login(instructor)
     page = client.get(REPORT).content.decode()
     assert table_rows(page, "reconciliation-differences") == []
-    assert 'id="reconciliation-totals"' in page
+    sides = totals(page)
+    assert sides["The portal's jobs"] == sides["Slurm's records (sacct)"] and sides["The portal's jobs"][0] == "5"
+    assert 'id="reconciliation-agrees"' in page, "a job still running counts on both sides, up to the range's end"
+
+
+def test_a_course_without_jobs_agrees_at_zero(client, instructor, course):
+    AccountingCursor.objects.create(cluster=settings.LABQUEUE_SLURM_CLUSTER, ingested_until=T0 + timedelta(days=20))
+    client.force_login(instructor)
+    page = client.get(REPORT).content.decode()
+    assert totals(page) == {"The portal's jobs": ["0", "0.000"], "Slurm's records (sacct)": ["0", "0.000"]}
+    assert "Nothing differs: the portal and Slurm both count 0 jobs and 0.000 GPU-hours." in page
+
+
+def test_a_portal_job_submitted_after_the_last_copy_of_accounting_is_not_compared_yet(
+    client, instructor, student, assignment, agreeing
+):
+    portal_job(student, assignment, minute=20 * 24 * 60 + 60)  # an hour after the copy, inside the range
+    client.force_login(instructor)
+    page = client.get(REPORT).content.decode()
+    assert table_rows(page, "reconciliation-differences") == []
+    assert totals(page)["The portal's jobs"][0] == "5"
 
 
 def test_a_portal_job_whose_tracked_slurm_job_has_no_record_is_missing_even_if_another_carries_its_name(

@@ -18,6 +18,7 @@ from django.db.utils import ConnectionHandler
 from django.urls import reverse
 
 from reports.queries import Usage
+from tests.reports.test_reconciliation_causes import REPORT, agreeing, totals  # noqa: F401 (a fixture)
 from tests.reports.test_report_median_queue_wait import NOON_YESTERDAY, record, total_wait
 
 GPU_HOURS_COLUMN = 1 + Usage.HEADER.index("GPU-hours")
@@ -80,3 +81,15 @@ def test_the_gpu_hours_on_sqlite_count_each_job_s_seconds_of_run_times_its_gpus(
     assert response.status_code == 200
     total = next(row for row in csv.reader(io.StringIO(response.content.decode())) if row[0] == "total")
     assert total[GPU_HOURS_COLUMN] == f"{(5 * 60 + 2 * 30 * 60) / 3600:.3f}"
+
+
+@pytest.mark.usefixtures("on_sqlite", "agreeing")  # on_sqlite first: the agreeing jobs go to SQLite
+def test_a_job_still_running_counts_alike_on_both_sides_of_the_reconciliation_on_sqlite(client, instructor):
+    client.force_login(instructor)
+    page = client.get(REPORT).content.decode()
+
+    sides = totals(page)
+    assert sides["The portal's jobs"] == sides["Slurm's records (sacct)"], (
+        "the running job counts up to the range's end"
+    )
+    assert 'id="reconciliation-agrees"' in page

@@ -87,6 +87,21 @@ def test_a_student_past_the_gpu_hour_budget_is_refused_with_used_and_remaining(c
     assert "GPU-hour budget in CS101: used 3.5 of 3, 0.0 remaining." in text
 
 
+def test_a_student_who_used_exactly_the_budget_is_refused_and_one_just_under_it_is_not(
+    client, student, classmate, assignment, course
+):
+    course.gpu_hours_per_student = 2
+    course.save()
+    past_job(student, assignment, gpus=2, hours=1.0)  # 2 GPU-hours: all of it
+    past_job(classmate, assignment, gpus=1, hours=1.99)
+    refused = post_job(client, student)
+    assert refused.status_code == 400
+    assert "Your GPU-hour budget for this course is spent: used 2.0 of 2 GPU-hours, 0.0 remaining." in (
+        refused.content.decode()
+    )
+    assert post_job(client, classmate).status_code == 302
+
+
 def test_a_cpu_only_job_still_runs_with_the_budget_spent(client, student, assignment, course):
     course.gpu_hours_per_student = 1
     course.save()

@@ -65,7 +65,7 @@ def greedy_course(db, ceilings, privileged_qos):
         slurm_account="cs102",
         partition="gpu",
         max_gpus_per_job=32000,
-        max_cpus_per_job=9999,
+        max_cpus_per_job=32,  # exactly its ceiling: held to nothing, so no note
         max_mem_mb_per_job=1_000_000,
         max_minutes_per_job=1_000_000,
         max_running_jobs_per_student=500,
@@ -119,7 +119,15 @@ def test_the_reconciliation_never_writes_a_policy_above_the_ceilings_into_slurm(
     # MaxJobs, MaxSubmit (no limit in the row), cpu, gres/gpu, mem (128000M), MaxWall, GrpTRESMins, QOS.
     assert limits == "20|20|cpu=32,gres/gpu=4,mem=125G|1-00:00:00|gres/gpu=6000|normal"
     assert assoc_fields("cs102", "", "GrpTRES") == "gres/gpu=8"
-    assert "lab102: the policy's GPUs per job (32000) is above the ceiling; Slurm gets 4." in run.errors
+    assert [error for error in run.errors if "above the ceiling" in error] == [
+        "lab102: the policy's GPUs per job (32000) is above the ceiling; Slurm gets 4.",
+        "lab102: the policy's MB of memory per job (1000000) is above the ceiling; Slurm gets 128000.",
+        "lab102: the policy's minutes per job (1000000) is above the ceiling; Slurm gets 1440.",
+        "lab102: the policy's running jobs per student (500) is above the ceiling; Slurm gets 20.",
+        "lab102: the policy's waiting or running jobs per student (no limit) is above the ceiling; Slurm gets 20.",
+        "lab102: the policy's GPU-hours per student (no limit) is above the ceiling; Slurm gets 100.",
+        "lab102: the policy's GPUs for the whole course at once (32000) is above the ceiling; Slurm gets 8.",
+    ]
     assert f"lab102: QOS {PRIVILEGED_QOS} is not allowed by operations staff; not given to anyone." in run.errors
     for change in run.changes:
         assert PRIVILEGED_QOS not in change["command"] and "32000" not in change["command"]

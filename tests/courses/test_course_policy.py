@@ -42,6 +42,12 @@ def test_an_over_cap_request_is_refused_naming_the_limit_and_its_value(client, s
     assert not Job.objects.exists()
 
 
+def test_a_request_at_every_cap_is_accepted(client, student, assignment):
+    response = post_job(client, student, gpus="2", cpus="4", mem_mb="4000", minutes="30")
+    assert response.status_code == 302
+    assert Job.objects.get().gpus == 2
+
+
 def test_a_student_with_the_most_jobs_waiting_or_running_is_refused(client, student, assignment, course):
     course.max_queued_jobs_per_student = 2
     course.save()
@@ -83,7 +89,10 @@ def test_a_student_past_the_gpu_hour_budget_is_refused_with_used_and_remaining(c
     response = post_job(client, student)
     text = response.content.decode()
     assert response.status_code == 400
-    assert "Your GPU-hour budget for this course is spent: used 3.5 of 3 GPU-hours, 0.0 remaining." in text
+    assert (
+        "Your GPU-hour budget for this course is spent: used 3.5 of 3 GPU-hours, 0.0 remaining. Jobs without GPUs "
+        "can still run; ask your instructor if you need more." in text
+    )
     assert "GPU-hour budget in CS101: used 3.5 of 3, 0.0 remaining." in text
 
 

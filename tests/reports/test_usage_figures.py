@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import Course
+from courses.models import Course, Role
 from reports.models import UsageRecord
 from reports.queries import Usage
 from tests.conftest import job_row, make_user
@@ -102,3 +102,27 @@ def test_the_overview_shows_each_course_s_own_account_figures_in_code_then_term_
         ("no course in the portal", "research", "1"),
     ]
     assert [figure[3] for figure in figures] == pytest.approx([0.0, 1.0, 6.0, 5.0], abs=0.01)
+
+
+def test_the_course_report_lists_each_student_of_the_course_with_their_own_figures_then_others_on_the_account(
+    client, course, instructor, student, classmate, outsider
+):
+    no_netid = make_user("newcomer", netid=None)  # enrolled, without a cluster username yet
+    course.enrollments.create(user=no_netid, role=Role.STUDENT)
+    record("student1", "1", gpus=2)
+    record("researcher1", "2")  # on the course account, not a student of the course
+    record("student3", "3", account="cs102")  # another course's student, on their own account
+    record("student2", "4", hours=0.5, ended_at=None, state="RUNNING")  # counts up to now, not to the range's end
+
+    page = page_of(client, instructor, since_yesterday(reverse("reports:course-report", args=["cs101"])))
+
+    rows = table_rows(page, "usage-students")
+    assert [row[:3] for row in rows] == [
+        ["Student1", "student1", "1"],
+        ["researcher1", "researcher1", "1"],
+        ["researcher1: not a student of this course"],
+        ["Student2", "student2", "1"],
+        ["Newcomer", "", "0"],
+    ]
+    assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000"]
+    assert 0.5 <= float(rows[3][3]) < 0.52, "half an hour so far"

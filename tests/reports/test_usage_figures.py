@@ -126,3 +126,14 @@ def test_the_course_report_lists_each_student_of_the_course_with_their_own_figur
     ]
     assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000"]
     assert 0.5 <= float(rows[3][3]) < 0.52, "half an hour so far"
+
+
+def test_people_with_the_same_usage_are_listed_by_name_in_lower_case(client, course, instructor):
+    record("res_b", "1")
+    record("Res_a", "2")
+    record("resa", "3")
+
+    page = page_of(client, instructor, since_yesterday(reverse("reports:course-report", args=["cs101"])))
+
+    names = [row[0] for row in table_rows(page, "usage-students") if len(row) > 1]
+    assert names == ["Res_a", "res_b", "resa"], "as lower case sorts them: '_' before the letters"

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import Course, Role
+from courses.models import Assignment, Course, Role
 from reports.models import UsageRecord
 from reports.queries import Usage
 from tests.conftest import job_row, make_user
@@ -139,3 +139,23 @@ def test_people_with_the_same_usage_are_listed_by_name_in_lower_case(client, cou
 
     names = [row[0] for row in table_rows(page, "usage-students") if len(row) > 1]
     assert names == ["Res_a", "res_b", "resa"], "as lower case sorts them: '_' before the letters"
+
+
+def test_the_course_report_lists_usage_per_assignment_then_another_course_s_then_jobs_outside_the_portal(
+    client, instructor, student, assignment, outsider, other_course
+):
+    record("student1", "1", gpus=2, job=job_row(student, assignment))
+    foreign = Assignment.objects.create(course=other_course, slug="other", title="Elsewhere", script_template="true")
+    record("student3", "2", gpus=1, hours=1.5, job=job_row(outsider, foreign))  # on cs101's account
+    record("student1", "3", gpus=1)  # sbatch on a login node
+
+    page = page_of(client, instructor, since_yesterday(reverse("reports:course-report", args=["cs101"])))
+
+    assert [row[:4] for row in table_rows(page, "usage-assignments")] == [
+        ["Hello GPU", "hello", "1", "2.000"],
+        ["Elsewhere", "other", "1", "1.500"],
+        ["Elsewhere: an assignment of another course"],
+        ["Outside the portal", "", "1", "1.000"],
+        ["Outside the portal: submitted with sbatch, not through LabQueue"],
+    ]
+    assert [row[:3] for row in table_rows(page, "usage-total")] == [["Total", "", "3"]]

@@ -158,6 +158,24 @@ def test_a_hard_link_to_a_classmates_file_planted_in_the_job_directory_is_neithe
     assert zip_names(client, job) == ["job.out", "results/out.txt"]
 
 
+def test_a_job_log_swapped_for_a_link_to_a_classmates_file_shows_nothing_on_the_job_page(
+    client, student, job, tmp_path
+):
+    theirs = tmp_path / "classmate-results.csv"
+    theirs.write_text("student2,98\n")
+    give_to(theirs, CLASSMATE_ACCOUNT)
+    log = Path(job.workdir) / "job.out"
+    log.unlink()
+    log.symlink_to(theirs)
+    client.force_login(student)
+
+    shown = page(client, job)
+
+    assert "student2,98" not in shown
+    output = shown.split("Output (end of job.out)", 1)[1]
+    assert output.split("<pre>", 1)[1].split("</pre>", 1)[0] == "(nothing yet)"
+
+
 def test_a_file_of_another_account_in_the_job_directory_is_neither_listed_nor_served(client, student, job):
     planted = Path(job.workdir) / "results" / "secret.txt"
     planted.write_text("not the student's\n")

@@ -55,3 +55,21 @@ def test_a_job_whose_directory_cannot_be_prepared_is_sent_again_then_refused_at_
         f"Job {job.pk} refused after 3 local dispatch failures, the last: the job directory could not be prepared: "
     )
     assert slurm_job_ids(job.slurm_name) == set(), "Slurm never saw it"
+
+
+def test_a_job_directory_helper_that_cannot_be_run_is_a_failure_on_the_portals_side_that_says_why(
+    client, student, assignment, settings
+):
+    settings.LABQUEUE_JOBDIR_HELPER = "/nonexistent/labqueue-jobdir"  # a worker deployed without the helper
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+
+    with pytest.raises(WorkdirUnavailable) as unavailable:
+        dispatch(job)
+
+    assert str(unavailable.value).startswith("the job directory could not be prepared: sudo could not be run")
+    assert "command not found" in str(unavailable.value)
+    job.refresh_from_db()
+    assert (job.status, job.local_failures) == (Status.QUEUED, 1)
+    assert job.events.latest("pk").cause.startswith(f"Sending failed on the portal's side ({unavailable.value}")

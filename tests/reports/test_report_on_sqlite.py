@@ -20,6 +20,7 @@ from django.urls import reverse
 from reports.queries import Usage
 from tests.reports.test_reconciliation_causes import REPORT, agreeing, totals  # noqa: F401 (a fixture)
 from tests.reports.test_report_median_queue_wait import NOON_YESTERDAY, record, total_wait
+from tests.reports.test_usage_figures import BAR
 
 GPU_HOURS_COLUMN = 1 + Usage.HEADER.index("GPU-hours")
 
@@ -93,3 +94,16 @@ def test_a_job_still_running_counts_alike_on_both_sides_of_the_reconciliation_on
         "the running job counts up to the range's end"
     )
     assert 'id="reconciliation-agrees"' in page
+
+
+def test_the_gpu_hours_per_day_on_sqlite_are_each_day_s_share_of_the_runs(on_sqlite, client, instructor):
+    first = record(100, waited=0)  # runs 5 minutes on 1 GPU, from noon yesterday
+    first.gpus = 2
+    first.save(update_fields=["gpus"])
+
+    client.force_login(instructor)
+    day = NOON_YESTERDAY.date()
+    page = client.get(reverse("reports:course-report", args=["cs101"]), {"first": day, "last": day})
+
+    assert page.status_code == 200
+    assert BAR.findall(page.content.decode()) == [(str(day), f"{2 * 5 * 60 / 3600:.3f}")]

@@ -159,3 +159,14 @@ def test_the_course_report_lists_usage_per_assignment_then_another_course_s_then
         ["Outside the portal: submitted with sbatch, not through LabQueue"],
     ]
     assert [row[:3] for row in table_rows(page, "usage-total")] == [["Total", "", "3"]]
+
+
+def test_assignments_with_the_same_usage_are_listed_by_title_in_lower_case(client, instructor, student, course):
+    for number, title in enumerate(["Lab_b", "lab_A", "Laba"]):
+        lab = Assignment.objects.create(course=course, slug=f"lab{number}", title=title, script_template="true")
+        record("student1", str(number), job=job_row(student, lab))
+
+    page = page_of(client, instructor, since_yesterday(reverse("reports:course-report", args=["cs101"])))
+
+    titles = [row[0] for row in table_rows(page, "usage-assignments") if len(row) > 1]
+    assert titles == ["lab_A", "Lab_b", "Laba"], "as lower case sorts them: '_' before the letters"

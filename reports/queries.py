@@ -337,6 +337,8 @@ def gpu_hours_by_day(*, records: QuerySet, window: ReportRange, now: datetime) -
         )
         .order_by()
     )
+    # A run starts inside the window, so its first day and the days after it are always here; it may end at the
+    # window's end, the midnight after its last day, so a "last" day past the window's is added with nothing.
     seconds = {day: 0 for day in window.days}
 
     def midnight(day: date) -> int:
@@ -346,12 +348,12 @@ def gpu_hours_by_day(*, records: QuerySet, window: ReportRange, now: datetime) -
         first, last, gpus = group["first"], group["last"], int(group["gpu_count"])
         start_sum, end_sum = int(group["start_sum"]), int(group["end_sum"])
         if first == last:
-            seconds[first] = seconds.get(first, 0) + end_sum - start_sum
+            seconds[first] += end_sum - start_sum
             continue
-        seconds[first] = seconds.get(first, 0) + gpus * midnight(first + timedelta(days=1)) - start_sum
+        seconds[first] += gpus * midnight(first + timedelta(days=1)) - start_sum
         day = first + timedelta(days=1)
         while day < last:
-            seconds[day] = seconds.get(day, 0) + gpus * (midnight(day + timedelta(days=1)) - midnight(day))
+            seconds[day] += gpus * (midnight(day + timedelta(days=1)) - midnight(day))
             day += timedelta(days=1)
         seconds[last] = seconds.get(last, 0) + end_sum - gpus * midnight(last)
     return [(day, seconds[day] / 3600) for day in window.days]

@@ -177,6 +177,15 @@ def test_a_job_log_swapped_for_a_link_to_a_classmates_file_shows_nothing_on_the_
     assert "Showing the last part only" not in output, "nothing was read, so nothing was cut"
 
 
+def test_a_job_log_that_is_not_utf8_is_shown_with_its_bad_bytes_replaced(client, student, job):
+    (Path(job.workdir) / "job.out").write_bytes(b"epoch 1 \xff\xfe done\n")
+    client.force_login(student)
+
+    output = page(client, job).split("Output (end of job.out)", 1)[1].split("Errors (end of", 1)[0]
+
+    assert "epoch 1 \ufffd\ufffd done" in output
+
+
 def test_a_file_of_another_account_in_the_job_directory_is_neither_listed_nor_served(client, student, job):
     planted = Path(job.workdir) / "results" / "secret.txt"
     planted.write_text("not the student's\n")

@@ -170,3 +170,25 @@ def test_assignments_with_the_same_usage_are_listed_by_title_in_lower_case(clien
 
     titles = [row[0] for row in table_rows(page, "usage-assignments") if len(row) > 1]
     assert titles == ["lab_A", "Lab_b", "Laba"], "as lower case sorts them: '_' before the letters"
+
+
+def test_the_day_chart_adds_up_jobs_that_share_days_however_many_days_they_span(client, course, instructor):
+    noon = timezone.make_aware(timezone.datetime(2026, 9, 1, 12, 0))  # local noon on the 1st
+    runs = [
+        ("1", 1, noon, noon + timedelta(days=3)),  # to noon on the 4th
+        ("2", 2, noon + timedelta(days=1), noon + timedelta(days=3, hours=1)),  # from the 2nd, to 13:00 on the 4th
+        ("3", 4, noon + timedelta(days=3, hours=1), noon + timedelta(days=3, hours=2)),  # an hour on the 4th
+    ]
+    for job_id, gpus, start, end in runs:
+        record("u1", job_id, gpus=gpus, submitted_at=start, started_at=start, ended_at=end)
+
+    url = reverse("reports:course-report", args=["cs101"]) + "?first=2026-09-01&last=2026-09-05"
+    bars = dict(BAR.findall(page_of(client, instructor, url)))
+
+    assert bars == {
+        "2026-09-01": "12.000",  # 12 h x 1 GPU
+        "2026-09-02": "48.000",  # 24 h x 1 + 12 h x 2
+        "2026-09-03": "72.000",  # 24 h x 1 + 24 h x 2
+        "2026-09-04": "42.000",  # 12 h x 1 + 13 h x 2 + 1 h x 4
+        "2026-09-05": "0.000",
+    }

@@ -127,7 +127,17 @@ def test_the_course_report_lists_each_student_of_the_course_with_their_own_figur
     assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000"]
     assert 0.5 <= float(rows[3][3]) < 0.52, "half an hour so far"
     assert re.findall(r'<span class="status">(\w+ \d+)</span>', page) == ["COMPLETED 2", "RUNNING 1"]
-    assert [row[:3] for row in table_rows(page, "usage-total")] == [["Total", "", "3"]], "the account's jobs only"
+    [total] = table_rows(page, "usage-total")
+    assert total[:3] == ["Total", "", "3"], "the account's jobs only"
+    counts = ("Completed", "Failed", "Cancelled", "Running or waiting", "Success rate", "Attempts per success")
+    assert [dict(zip(Usage.HEADER, total, strict=True))[name] for name in counts] == [
+        "2",
+        "0",
+        "0",
+        "1",
+        "100%",
+        "1.50",
+    ]
 
 
 def test_people_with_the_same_usage_are_listed_by_name_in_lower_case(client, course, instructor):

@@ -126,6 +126,7 @@ def test_the_course_report_lists_each_student_of_the_course_with_their_own_figur
     ]
     assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000"]
     assert 0.5 <= float(rows[3][3]) < 0.52, "half an hour so far"
+    assert rows[0][4:6] == ["1.000", "1.000"], "student1's CPU-hours and usage units: an hour on one CPU"
     assert re.findall(r'<span class="status">(\w+ \d+)</span>', page) == ["COMPLETED 2", "RUNNING 1"]
     [total] = table_rows(page, "usage-total")
     assert total[:3] == ["Total", "", "3"], "the account's jobs only"

@@ -115,3 +115,10 @@ def test_a_bad_range_is_explained_and_the_default_range_is_shown(client, instruc
     response = client.get(reverse("reports:course-report", args=["cs101"]) + "?first=2026-09-30&last=2026-09-01")
     assert response.status_code == 200
     assert "The range ends before it starts." in response.content.decode()
+
+
+def test_a_course_without_usage_is_estimated_at_nothing(client, instructor, settings):
+    settings.LABQUEUE_BILLING_RATE = "100"
+    client.force_login(instructor)
+    page = client.get(report_url("reports:course-statement")).content.decode()
+    assert "Estimate: 0.00" in page

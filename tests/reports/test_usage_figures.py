@@ -203,3 +203,15 @@ def test_the_day_chart_adds_up_jobs_that_share_days_however_many_days_they_span(
         "2026-09-04": "42.000",  # 12 h x 1 + 13 h x 2 + 1 h x 4
         "2026-09-05": "0.000",
     }
+
+
+def test_the_course_report_total_counts_each_outcome_once(client, course, instructor):
+    for job_id, state in enumerate(["COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "RUNNING", "PENDING"]):
+        ended = {"ended_at": None} if state in ("RUNNING", "PENDING") else {}
+        record("student1", str(job_id), state=state, **ended)
+
+    page = page_of(client, instructor, since_yesterday(reverse("reports:course-report", args=["cs101"])))
+
+    [total] = table_rows(page, "usage-total")
+    counts = ("Jobs", "Completed", "Failed", "Cancelled", "Running or waiting", "Success rate")
+    assert [dict(zip(Usage.HEADER, total, strict=True))[name] for name in counts] == ["6", "1", "2", "1", "2", "25%"]

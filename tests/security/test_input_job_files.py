@@ -186,6 +186,22 @@ def test_a_job_log_that_is_not_utf8_is_shown_with_its_bad_bytes_replaced(client,
     assert "epoch 1 \ufffd\ufffd done" in output
 
 
+def test_a_job_log_exactly_as_long_as_the_tail_is_shown_whole_and_one_byte_longer_is_cut(
+    client, student, job, settings
+):
+    settings.LABQUEUE_LOG_TAIL_BYTES = 16
+    log = Path(job.workdir) / "job.out"
+    client.force_login(student)
+
+    def output() -> str:
+        return page(client, job).split("Output (end of job.out)", 1)[1].split("Errors (end of", 1)[0]
+
+    log.write_text("0123456789abcde\n")  # 16 bytes
+    assert "Showing the last part only" not in output() and "0123456789abcde" in output()
+    log.write_text("x0123456789abcde\n")  # 17
+    assert "Showing the last part only" in output() and "x0123" not in output()
+
+
 def test_a_file_of_another_account_in_the_job_directory_is_neither_listed_nor_served(client, student, job):
     planted = Path(job.workdir) / "results" / "secret.txt"
     planted.write_text("not the student's\n")

@@ -37,16 +37,22 @@ def left_the_queue(job: Job, seconds: float = 180) -> None:
         time.sleep(0.5)
 
 
-def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_done_until_it_answers(
-    client, student, assignment, job_root, monkeypatch
-):
+def sent_and_finished(client, student) -> Job:
+    """A job the student submits through the form, sent by the worker's dispatch, once it has left the queue."""
     client.force_login(student)
     client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     job = Job.objects.get()
     dispatch.job_dispatch(job_id=job.pk)
     job.refresh_from_db()
-    checked_before = job.checked_at
     left_the_queue(job)
+    return job
+
+
+def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_done_until_it_answers(
+    client, student, assignment, job_root, monkeypatch
+):
+    job = sent_and_finished(client, student)
+    checked_before = job.checked_at
 
     monkeypatch.setenv("SLURM_CONF", accounting_unreachable(job_root / "no-accounting"))
     with pytest.raises(slurm.SlurmUnavailable):
@@ -100,12 +106,7 @@ def accounting_still_running(job_id: str):
 def test_a_job_gone_from_the_queue_that_accounting_still_calls_running_waits_for_its_end(
     client, student, assignment, job_root
 ):
-    client.force_login(student)
-    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    job = Job.objects.get()
-    dispatch.job_dispatch(job_id=job.pk)
-    job.refresh_from_db()
-    left_the_queue(job)
+    job = sent_and_finished(client, student)
     wait_until(lambda: accounting_state(job) == "COMPLETED", "the job's end reached accounting")
 
     with accounting_still_running(job.slurm_job_id):
@@ -148,12 +149,7 @@ def test_two_workers_sending_the_same_job_at_once_submit_it_once(client, student
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("service_media")
 def test_two_beats_syncing_at_once_finish_a_job_once(client, student, assignment, settings):
-    client.force_login(student)
-    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    job = Job.objects.get()
-    dispatch.job_dispatch(job_id=job.pk)
-    job.refresh_from_db()
-    left_the_queue(job)
+    job = sent_and_finished(client, student)
 
     together("from jobs.tasks import jobs_sync\njobs_sync()\n", settings, copies=3)
 

@@ -165,7 +165,7 @@ def wait_until_ready(portal: Portal, browser: requests.Session, timeout: float =
             return answer.json()
         assert answer.status_code == 503, answer.text[:2000]
         assert time.monotonic() < deadline, f"/readyz still 503: {answer.json()}"
-        time.sleep(2)
+        time.sleep(2)  # a poll interval, not a wait: each /readyz asks the database, broker and worker anew
 
 
 def test_a_student_signs_in_submits_and_downloads_results_from_the_units_as_installed(student, assignment, production):

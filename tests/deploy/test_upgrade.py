@@ -195,7 +195,7 @@ def test_an_update_and_a_rolled_back_rollout_with_jobs_in_flight_lose_and_duplic
         deadline = time.monotonic() + 300
         while any(status != "completed" for status, _ in jobs(database).values()):
             assert time.monotonic() < deadline, f"jobs: {jobs(database)}"
-            time.sleep(2)
+            time.sleep(2)  # a poll interval, not a wait: each look reads the database of the release under test
         ready = requests.get(current.base + "/readyz", timeout=30)
         assert ready.json()["checks"]["broker"]["ok"] and ready.json()["checks"]["database"]["ok"], ready.text
     finally:

@@ -66,6 +66,14 @@ def main() -> int:
         print(f"{module:40} " + " ".join(f"{value:8}" for value in row) + f"  {share:5.1%}{flag}")
         if flag:
             over.append(module)
+    generated = {name for statuses in results().values() for name in statuses}
+    stale = sorted(set(known) - generated)
+    if stale:
+        # A name no mutant has any more: the source changed and mutmut numbered its mutants anew, so the
+        # line may now excuse a different mutant. Find the mutant its reason describes and rename the line.
+        print(f"\n{EQUIVALENT_FILE} lists {len(stale)} name(s) that no mutant has now:")
+        for name in stale:
+            print(f"  {name}")
     if all_survivors:
         print("\nSurvivors (show one with: .venv/bin/mutmut show NAME):")
         for _module, name, status in all_survivors:

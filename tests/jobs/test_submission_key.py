@@ -3,12 +3,16 @@ used the last attempt or run the student may have; and a key is the student's ow
 never hands them that person's job."""
 
 import re
+import threading
+import time
 
 import pytest
+from django.db import connection, transaction
 from django.urls import reverse
 
+from courses.services import assignment_version_current
 from jobs.models import Job
-from tests.conftest import submit_form
+from tests.conftest import job_row, submit_form
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +61,47 @@ def test_a_form_key_a_classmate_already_sent_gives_this_student_a_job_of_their_o
     assert answer.status_code == 302 and answer["Location"] == reverse("jobs:job-detail", args=[mine.uuid])
     assert mine.user == classmate and mine.run_as == "student2"
     assert Job.objects.get(pk=theirs.pk).user == student
+
+
+def blocked_on_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_same_form_whose_other_request_commits_first_shows_that_job(client, student, classmate, assignment):
+    """Two requests of one form at once: both look for the key before either has committed. The one that
+    commits second finds the key taken by the first (the unique index) and shows the first one's job, not
+    the student's earlier job of another form, nor a classmate's that was sent with the same key."""
+    assignment_version_current(assignment=assignment)  # as after the assignment's first job: no lock to take
+    client.force_login(student)
+    key = form_key(client)
+    sent, other = threading.Event(), {}
+
+    def other_request() -> None:  # holds its job uncommitted until this request waits on the index
+        try:
+            with transaction.atomic():
+                other["job"] = job_row(student, assignment, submission_key=key)
+                # Newer than it, so that a lookup by key alone or by student alone would find these first:
+                other["decoys"] = [
+                    job_row(classmate, assignment, submission_key=key),
+                    job_row(student, assignment, submission_key="b" * 32),
+                ]
+                sent.set()
+                deadline = time.monotonic() + 30
+                while not blocked_on_a_lock():
+                    assert time.monotonic() < deadline, "the second request never reached the unique index"
+                    time.sleep(0.05)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=other_request)
+    thread.start()
+    assert sent.wait(30)
+    answer = send(client, key)
+    thread.join(30)
+
+    assert answer.status_code == 302, answer.content.decode()[-2000:]
+    assert answer["Location"] == reverse("jobs:job-detail", args=[other["job"].uuid])
+    assert set(Job.objects.values_list("pk", flat=True)) == {other["job"].pk, *(job.pk for job in other["decoys"])}

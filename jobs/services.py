@@ -20,7 +20,7 @@ from courses.scripting import Resources, render_script, script_body
 from courses.selectors import course_role, course_within_ceilings
 from courses.services import assignment_version_current
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
-from jobs.models import ACTIVE_IN_SLURM, TRANSITIONS, Job, JobEvent, JobNote, Status
+from jobs.models import ACTIVE_IN_SLURM, TERMINAL, TRANSITIONS, Job, JobEvent, JobNote, Status
 from jobs.notifications import job_notify_on_commit
 from jobs.selectors import student_gpu_hours, student_live_jobs
 from jobs.workdir import job_workdir, staging_clear, staging_dir
@@ -335,7 +335,12 @@ def job_cancel(*, job: Job, actor) -> None:
     ):
         staging_clear(str(job.uuid))
         return
-    if not Job.objects.filter(pk=job.pk, cancel_requested=False).update(cancel_requested=True):
+    # Nothing to ask when the job has moved on to an end meanwhile (another request's cancel got there first).
+    if (
+        not Job.objects.filter(pk=job.pk, cancel_requested=False)
+        .exclude(status__in=TERMINAL)
+        .update(cancel_requested=True)
+    ):
         return
     job.cancel_requested = True
     JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)

@@ -1,0 +1,46 @@
+"""A submission the broker does not take (Redis down) is saved, marked for the sweep and explained on its page,
+in the web process itself: no error for the student, and nothing for them to do."""
+
+from collections.abc import Iterator
+
+import pytest
+from django.urls import reverse
+
+from jobs.enqueue import SAVED_NOT_SENT
+from jobs.models import Status
+from portal.celery import app
+from tests.conftest import submitted
+from tests.service_account import free_port
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the task is sent when the transaction commits
+
+
+def _fresh_connections() -> None:
+    """Celery keeps a pool of broker connections for its URL; the next send takes the pool of the URL now set."""
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def broker_not_answering() -> Iterator[None]:
+    """This process's Celery app sends to a port where nothing listens, as when Redis is down."""
+    url = app.conf.broker_url
+    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
+    _fresh_connections()
+    try:
+        yield
+    finally:
+        app.conf.broker_url = url
+        _fresh_connections()
+
+
+@pytest.mark.usefixtures("broker_not_answering")
+def test_a_submission_the_broker_does_not_take_is_saved_marked_and_explained_on_its_page(client, student, assignment):
+    job = submitted(client, student)
+
+    job.refresh_from_db()
+    assert job.status == Status.QUEUED and job.enqueue_failed, "the sweep sends it when the broker is back"
+    assert job.message == SAVED_NOT_SENT
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid]))
+    assert page.status_code == 200
+    assert "Your job is saved. The portal could not hand it to its worker just now" in page.content.decode()

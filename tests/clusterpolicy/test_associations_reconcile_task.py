@@ -2,7 +2,10 @@
 account two courses share.
 
 Everything here uses account cs102 and its student4 association, and puts cs102 back to no limits afterwards.
+The dry runs name accounts Slurm does not have; should a broken dry run write them, they are removed after.
 """
+
+from collections.abc import Iterator
 
 import pytest
 from django.urls import reverse
@@ -11,7 +14,7 @@ from clusterpolicy import associations
 from clusterpolicy.models import AssociationRun
 from clusterpolicy.tasks import associations_reconcile
 from courses.models import Course, Enrollment, Role
-from tests.behaviour_helpers import assoc_fields, restore_cs102
+from tests.behaviour_helpers import assoc_fields, restore_cs102, slurm
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.slurm
@@ -102,6 +105,21 @@ def test_a_one_course_reconciliation_of_a_shared_account_reports_it_and_writes_n
     assert run.errors == [SHARED] and run.changes == []
 
 
+@pytest.fixture
+def dry_run_accounts() -> Iterator[None]:
+    """The accounts the dry runs below would add, absent before and after (even when a test fails)."""
+
+    def remove() -> None:
+        slurm("sacctmgr", "-i", "delete", "account", "name=zz-later,zz-long", check=False)
+
+    remove()
+    try:
+        yield
+    finally:
+        remove()
+
+
+@pytest.mark.usefixtures("dry_run_accounts")
 def test_a_shared_account_keeps_its_error_and_the_courses_after_it_are_still_reconciled(
     settings, two_courses_one_account, student4
 ):
@@ -119,6 +137,7 @@ def test_a_shared_account_keeps_its_error_and_the_courses_after_it_are_still_rec
     assert users == {"", "student4"}, run.changes  # the account's own association, and student4's
 
 
+@pytest.mark.usefixtures("dry_run_accounts")
 def test_a_new_accounts_description_is_the_course_code_and_term_cut_at_60_characters(db):
     code, term = "C" * 32, "T" * 32  # the longest each may be
     Course.objects.create(slug="long-names", code=code, title="x", term=term, slurm_account="zz-long")

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 import pytest
 from django.urls import reverse
 
-from jobs.enqueue import SAVED_NOT_SENT
-from jobs.models import Status
+from jobs.enqueue import SAVED_NOT_SENT, job_dispatch_enqueue
+from jobs.models import Job, Status
 from portal.celery import app
-from tests.conftest import submitted
+from tests.conftest import job_row, submitted
 from tests.service_account import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task is sent when the transaction commits
@@ -35,7 +35,10 @@ def broker_not_answering() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("broker_not_answering")
-def test_a_submission_the_broker_does_not_take_is_saved_marked_and_explained_on_its_page(client, student, assignment):
+def test_a_submission_the_broker_does_not_take_is_saved_marked_and_explained_on_its_page(
+    client, student, classmate, assignment
+):
+    waiting = job_row(classmate, assignment)  # a classmate's job, queued too: its page is not this one's
     job = submitted(client, student)
 
     job.refresh_from_db()
@@ -44,3 +47,14 @@ def test_a_submission_the_broker_does_not_take_is_saved_marked_and_explained_on_
     page = client.get(reverse("jobs:job-detail", args=[job.uuid]))
     assert page.status_code == 200
     assert "Your job is saved. The portal could not hand it to its worker just now" in page.content.decode()
+    assert Job.objects.get(pk=waiting.pk).message == ""
+
+
+@pytest.mark.usefixtures("broker_not_answering")
+def test_a_job_cancelled_before_its_send_failed_is_not_told_it_will_be_sent(student, assignment):
+    job = job_row(student, assignment, status=Status.CANCELLED)  # cancelled between the commit and the send
+
+    job_dispatch_enqueue(job.pk)  # the submission's on-commit send, the broker not answering
+
+    job.refresh_from_db()
+    assert job.enqueue_failed and job.message == ""

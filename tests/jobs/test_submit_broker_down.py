@@ -1,6 +1,7 @@
 """A submission the broker does not take (Redis down) is saved, marked for the sweep and explained on its page,
 in the web process itself: no error for the student, and nothing for them to do."""
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -36,10 +37,11 @@ def broker_not_answering() -> Iterator[None]:
 
 @pytest.mark.usefixtures("broker_not_answering")
 def test_a_submission_the_broker_does_not_take_is_saved_marked_and_explained_on_its_page(
-    client, student, classmate, assignment
+    client, student, classmate, assignment, caplog
 ):
     waiting = job_row(classmate, assignment)  # a classmate's job, queued too: its page is not this one's
-    job = submitted(client, student)
+    with caplog.at_level(logging.ERROR, logger="jobs.enqueue"):
+        job = submitted(client, student)
 
     job.refresh_from_db()
     assert job.status == Status.QUEUED and job.enqueue_failed, "the sweep sends it when the broker is back"
@@ -48,6 +50,11 @@ def test_a_submission_the_broker_does_not_take_is_saved_marked_and_explained_on_
     assert page.status_code == 200
     assert "Your job is saved. The portal could not hand it to its worker just now" in page.content.decode()
     assert Job.objects.get(pk=waiting.pk).message == ""
+    [logged] = [record.getMessage() for record in caplog.records if record.name == "jobs.enqueue"]
+    assert logged.startswith(
+        f"Could not send jobs.tasks.job_dispatch for job {job.pk} (the sweep sends it when the broker is back): "
+    ), logged  # what the operator reads,
+    assert "refused" in logged.lower(), logged  # then the broker's own error (nothing listens on its port)
 
 
 @pytest.mark.usefixtures("broker_not_answering")

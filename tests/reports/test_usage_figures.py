@@ -109,6 +109,7 @@ def test_the_course_report_lists_each_student_of_the_course_with_their_own_figur
 ):
     no_netid = make_user("newcomer", netid=None)  # enrolled, without a cluster username yet
     course.enrollments.create(user=no_netid, role=Role.STUDENT)
+    course.enrollments.create(user=make_user("quiet", netid="student9"), role=Role.STUDENT)  # no job yet
     record("student1", "1", gpus=2)
     record("researcher1", "2")  # on the course account, not a student of the course
     record("student3", "3", account="cs102")  # another course's student, on their own account
@@ -123,8 +124,9 @@ def test_the_course_report_lists_each_student_of_the_course_with_their_own_figur
         ["researcher1: not a student of this course"],
         ["Student2", "student2", "1"],
         ["Newcomer", "", "0"],
+        ["Quiet", "student9", "0"],
     ]
-    assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000"]
+    assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000", "0.000"]
     assert 0.5 <= float(rows[3][3]) < 0.52, "half an hour so far"
     assert rows[0][4:6] == ["1.000", "1.000"], "student1's CPU-hours and usage units: an hour on one CPU"
     assert re.findall(r'<span class="status">(\w+ \d+)</span>', page) == ["COMPLETED 2", "RUNNING 1"]

@@ -11,6 +11,7 @@ from jobs.enqueue import SAVED_NOT_SENT, job_dispatch_enqueue
 from jobs.models import Job, Status
 from portal.celery import app
 from tests.conftest import job_row, submitted
+from tests.http_helpers import celery_queue_clear, queued_tasks
 from tests.service_account import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the task is sent when the transaction commits
@@ -65,3 +66,15 @@ def test_a_job_cancelled_before_its_send_failed_is_not_told_it_will_be_sent(stud
 
     job.refresh_from_db()
     assert job.enqueue_failed and job.message == ""
+
+
+def test_a_submission_the_broker_takes_is_sent_once_and_told_nothing_of_the_kind(client, student, assignment):
+    celery_queue_clear()
+    try:
+        job = submitted(client, student)
+
+        job.refresh_from_db()
+        assert not job.enqueue_failed and job.message == ""
+        assert queued_tasks() == [("jobs.tasks.job_dispatch", [job.pk], {})]
+    finally:
+        celery_queue_clear()

@@ -2,6 +2,8 @@
 
 No Slurm command runs here: work for the cluster is enqueued after the transaction commits and
 done by jobs.dispatch in the worker. Status changes go through job_transition only.
+Transactions are `with transaction.atomic():` blocks, not the decorator: mutmut leaves decorated functions
+unmutated, and these are the functions every submission, retry and cancel goes through.
 """
 
 import shutil
@@ -124,7 +126,6 @@ def job_submit(*, user, submission_key: str = "", **request) -> Job:
         return earlier
 
 
-@transaction.atomic
 def _job_create(
     *,
     user,
@@ -140,74 +141,83 @@ def _job_create(
 ) -> Job:
     """`actor` is who pressed the button when it is not the student (a TA retrying for them).
     `resubmit_of` is the attempt an edited resubmission came from (it runs the current script)."""
-    actor = actor or user
-    course = assignment.course
-    job_enrollment_check(user=user, course=course, actor=actor)
-    if not user.netid:
-        raise ValidationError(
-            "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
-            "Ask the course staff to add your cluster username."
+    with transaction.atomic():
+        actor = actor or user
+        course = assignment.course
+        job_enrollment_check(user=user, course=course, actor=actor)
+        if not user.netid:
+            raise ValidationError(
+                "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
+                "Ask the course staff to add your cluster username."
+            )
+        limits = course_within_ceilings(course=course)
+        problems = resource_problems(course=limits, resources=resources)
+        if problems:
+            raise ValidationError(list(problems.values()))
+        live = student_live_jobs(user=user, course=course)
+        refusals = submission_problems(
+            course=limits,
+            resources=resources,
+            active_jobs=live,
+            gpu_hours_used=student_gpu_hours(user=user, course=course),
         )
-    limits = course_within_ceilings(course=course)
-    problems = resource_problems(course=limits, resources=resources)
-    if problems:
-        raise ValidationError(list(problems.values()))
-    live = student_live_jobs(user=user, course=course)
-    refusals = submission_problems(
-        course=limits, resources=resources, active_jobs=live, gpu_hours_used=student_gpu_hours(user=user, course=course)
-    )
-    if refusals:
-        raise ValidationError(refusals)
-    if dataset is not None and not assignment.datasets.filter(pk=dataset.pk).exists():
-        raise ValidationError("That data set is not approved for this assignment.")
-    used = Job.objects.filter(user=user, assignment=assignment).count()
-    if assignment.max_attempts and used >= assignment.max_attempts:
-        raise ValidationError(
-            f"This assignment allows {assignment.max_attempts} attempts per student and "
-            f"{used} have been used. Ask your instructor if you need another."
+        if refusals:
+            raise ValidationError(refusals)
+        if dataset is not None and not assignment.datasets.filter(pk=dataset.pk).exists():
+            raise ValidationError("That data set is not approved for this assignment.")
+        used = Job.objects.filter(user=user, assignment=assignment).count()
+        if assignment.max_attempts and used >= assignment.max_attempts:
+            raise ValidationError(
+                f"This assignment allows {assignment.max_attempts} attempts per student and "
+                f"{used} have been used. Ask your instructor if you need another."
+            )
+        if retry_of is not None:
+            version, body = _retried_script(retry_of)
+        else:
+            version = assignment_version_current(assignment=assignment)
+            body = version.script_template
+        script = render_script(
+            body=body,
+            values=values,
+            resources=resources,
+            dataset_path=dataset.path if dataset else "",
+            label=f"{course.code}: {assignment.title}",
         )
-    if retry_of is not None:
-        version, body = _retried_script(retry_of)
-    else:
-        version = assignment_version_current(assignment=assignment)
-        body = version.script_template
-    script = render_script(
-        body=body,
-        values=values,
-        resources=resources,
-        dataset_path=dataset.path if dataset else "",
-        label=f"{course.code}: {assignment.title}",
-    )
-    job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
-    job.gpus, job.cpus, job.mem_mb, job.minutes = resources.gpus, resources.cpus, resources.mem_mb, resources.minutes
-    job.account, job.partition, job.script = course.slurm_account, course.partition, script
-    job.assignment_version = version
-    job.qos = course_qos(course)
-    job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
-    job.created_by = actor if actor.pk != user.pk else None
-    job.submission_key = submission_key
-    if retry_of is not None:
-        job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
-    elif resubmit_of is not None:
-        # The student's how-many-th job of the assignment: the number the attempt cap counts.
-        job.resubmit_of, job.attempt = resubmit_of, used + 1
-    job.save()
-    if retry_of is not None:
-        cause = f"Retry of attempt {retry_of.attempt}."
-    elif resubmit_of is not None:
-        cause = f"Edited and resubmitted from attempt {resubmit_of.attempt}."
-    else:
-        cause = "Submitted in the portal."
-    if actor.pk != user.pk:
-        cause += f" Requested by {actor} on the student's behalf."
-    if notice := running_notice(course=limits, live_jobs=live):
-        cause += f" {notice}"
-    JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
-    _stage_uploads(job, uploads)
-    if retry_of is not None:
-        _copy_staged(source=retry_of, target=job)
-    transaction.on_commit(lambda: job_dispatch_enqueue(job.pk))
-    return job
+        job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
+        job.gpus, job.cpus, job.mem_mb, job.minutes = (
+            resources.gpus,
+            resources.cpus,
+            resources.mem_mb,
+            resources.minutes,
+        )
+        job.account, job.partition, job.script = course.slurm_account, course.partition, script
+        job.assignment_version = version
+        job.qos = course_qos(course)
+        job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
+        job.created_by = actor if actor.pk != user.pk else None
+        job.submission_key = submission_key
+        if retry_of is not None:
+            job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
+        elif resubmit_of is not None:
+            # The student's how-many-th job of the assignment: the number the attempt cap counts.
+            job.resubmit_of, job.attempt = resubmit_of, used + 1
+        job.save()
+        if retry_of is not None:
+            cause = f"Retry of attempt {retry_of.attempt}."
+        elif resubmit_of is not None:
+            cause = f"Edited and resubmitted from attempt {resubmit_of.attempt}."
+        else:
+            cause = "Submitted in the portal."
+        if actor.pk != user.pk:
+            cause += f" Requested by {actor} on the student's behalf."
+        if notice := running_notice(course=limits, live_jobs=live):
+            cause += f" {notice}"
+        JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
+        _stage_uploads(job, uploads)
+        if retry_of is not None:
+            _copy_staged(source=retry_of, target=job)
+        transaction.on_commit(lambda: job_dispatch_enqueue(job.pk))
+        return job
 
 
 def _stage_uploads(job: Job, uploads: list[UploadedFile]) -> None:
@@ -228,29 +238,29 @@ def _copy_staged(*, source: Job, target: Job) -> None:
         shutil.copytree(staged, staging_dir(str(target.uuid)), dirs_exist_ok=True)
 
 
-@transaction.atomic
 def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
     """A new attempt of a failed, cancelled or refused job: same script version, parameters, data set and
     files; resources as given (still within the course's limits). Each attempt is retried at most once,
     so a double click or a replayed POST returns the same new attempt."""
-    existing = Job.objects.filter(retry_of=job).first()
-    if existing is not None:
-        return existing
-    if not job.can_retry:
-        raise ValidationError("Only a failed, cancelled or refused job can be retried.")
-    try:
-        with transaction.atomic():
-            return job_submit(
-                user=job.user,
-                assignment=job.assignment,
-                values=job.parameters,
-                dataset=job.dataset,
-                resources=resources or Resources(**job.resources),
-                retry_of=job,
-                actor=actor,
-            )
-    except IntegrityError:
-        return Job.objects.get(retry_of=job)
+    with transaction.atomic():
+        existing = Job.objects.filter(retry_of=job).first()
+        if existing is not None:
+            return existing
+        if not job.can_retry:
+            raise ValidationError("Only a failed, cancelled or refused job can be retried.")
+        try:
+            with transaction.atomic():
+                return job_submit(
+                    user=job.user,
+                    assignment=job.assignment,
+                    values=job.parameters,
+                    dataset=job.dataset,
+                    resources=resources or Resources(**job.resources),
+                    retry_of=job,
+                    actor=actor,
+                )
+        except IntegrityError:
+            return Job.objects.get(retry_of=job)
 
 
 def job_resubmit(
@@ -300,49 +310,51 @@ def retry_suggestion(*, job: Job, suggest: dict[str, int]) -> Resources:
 NOTE_REPEAT_SECONDS = 120
 
 
-@transaction.atomic
 def job_note_add(*, job: Job, author, text: str) -> JobNote:
-    text = text.strip()
-    if not text:
-        raise ValidationError("Write something in the note.")
-    Job.objects.select_for_update().filter(pk=job.pk).first()  # two requests at once: one after the other
-    since = timezone.now() - timedelta(seconds=NOTE_REPEAT_SECONDS)
-    repeated = JobNote.objects.filter(job=job, author=author, text=text, created_at__gte=since).first()
-    if repeated is not None:
-        return repeated
-    note = JobNote.objects.create(job=job, author=author, text=text)
-    JobEvent.objects.create(job=job, cause="Course staff added a note.", actor=author)
-    return note
+    with transaction.atomic():
+        text = text.strip()
+        if not text:
+            raise ValidationError("Write something in the note.")
+        Job.objects.select_for_update().filter(pk=job.pk).first()  # two requests at once: one after the other
+        since = timezone.now() - timedelta(seconds=NOTE_REPEAT_SECONDS)
+        repeated = JobNote.objects.filter(job=job, author=author, text=text, created_at__gte=since).first()
+        if repeated is not None:
+            return repeated
+        note = JobNote.objects.create(job=job, author=author, text=text)
+        JobEvent.objects.create(job=job, cause="Course staff added a note.", actor=author)
+        return note
 
 
-@transaction.atomic
 def job_review(*, job: Job, reviewer) -> None:
-    if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(reviewed_at=timezone.now(), reviewed_by=reviewer):
-        JobEvent.objects.create(job=job, cause="Marked as reviewed.", actor=reviewer)
+    with transaction.atomic():
+        if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(
+            reviewed_at=timezone.now(), reviewed_by=reviewer
+        ):
+            JobEvent.objects.create(job=job, cause="Marked as reviewed.", actor=reviewer)
 
 
-@transaction.atomic
 def job_cancel(*, job: Job, actor) -> None:
     """Cancel a job: at once if Slurm never saw it, otherwise through scancel on the worker."""
-    if job.is_terminal:
-        raise ValidationError("This job has already finished.")
-    if job.status == Status.QUEUED and job_transition(
-        job=job,
-        to=Status.CANCELLED,
-        cause="Cancelled before it reached the cluster.",
-        actor=actor,
-        ended_at=timezone.now(),
-    ):
-        staging_clear(str(job.uuid))
-        return
-    # Nothing to ask when the job has moved on to an end meanwhile (another request's cancel got there first).
-    if (
-        not Job.objects.filter(pk=job.pk, cancel_requested=False)
-        .exclude(status__in=TERMINAL)
-        .update(cancel_requested=True)
-    ):
-        return
-    job.cancel_requested = True
-    JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)
-    if job.status in ACTIVE_IN_SLURM:
-        transaction.on_commit(lambda: job_scancel_enqueue(job.pk))
+    with transaction.atomic():
+        if job.is_terminal:
+            raise ValidationError("This job has already finished.")
+        if job.status == Status.QUEUED and job_transition(
+            job=job,
+            to=Status.CANCELLED,
+            cause="Cancelled before it reached the cluster.",
+            actor=actor,
+            ended_at=timezone.now(),
+        ):
+            staging_clear(str(job.uuid))
+            return
+        # Nothing to ask when the job has moved on to an end meanwhile (another request's cancel got there first).
+        if (
+            not Job.objects.filter(pk=job.pk, cancel_requested=False)
+            .exclude(status__in=TERMINAL)
+            .update(cancel_requested=True)
+        ):
+            return
+        job.cancel_requested = True
+        JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)
+        if job.status in ACTIVE_IN_SLURM:
+            transaction.on_commit(lambda: job_scancel_enqueue(job.pk))

@@ -348,11 +348,8 @@ def job_cancel(*, job: Job, actor) -> None:
             staging_clear(str(job.uuid))
             return
         # Nothing to ask when the job has moved on to an end meanwhile (another request's cancel got there first).
-        if (
-            not Job.objects.filter(pk=job.pk, cancel_requested=False)
-            .exclude(status__in=TERMINAL)
-            .update(cancel_requested=True)
-        ):
+        not_ended = Job.objects.filter(pk=job.pk, cancel_requested=False).exclude(status__in=TERMINAL)
+        if not not_ended.update(cancel_requested=True):
             return
         job.cancel_requested = True
         JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)

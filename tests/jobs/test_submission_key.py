@@ -13,6 +13,7 @@ from django.urls import reverse
 from courses.services import assignment_version_current
 from jobs.models import Job
 from tests.conftest import job_row, submit_form
+from tests.jobs.test_status_compare_and_set import lock_waiters
 
 pytestmark = pytest.mark.django_db
 
@@ -63,12 +64,6 @@ def test_a_form_key_a_classmate_already_sent_gives_this_student_a_job_of_their_o
     assert Job.objects.get(pk=theirs.pk).user == student
 
 
-def blocked_on_a_lock() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-        return cursor.fetchone()[0] > 0
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_same_form_whose_other_request_commits_first_shows_that_job(client, student, classmate, assignment):
     """Two requests of one form at once: both look for the key before either has committed. The one that
@@ -90,7 +85,7 @@ def test_the_same_form_whose_other_request_commits_first_shows_that_job(client, 
                 ]
                 sent.set()
                 deadline = time.monotonic() + 30
-                while not blocked_on_a_lock():
+                while not lock_waiters():
                     assert time.monotonic() < deadline, "the second request never reached the unique index"
                     time.sleep(0.05)
         finally:

@@ -81,13 +81,16 @@ class RosterPlan:
     #: People the roster leaves out who are kept anyway (the person uploading it).
     kept: tuple[str, ...] = field(default=())
 
-    @property
+    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
     def ok(self) -> bool:
         return not self.errors
 
-    @property
+    ok = property(ok)
+
     def has_changes(self) -> bool:
         return bool(self.adds or self.role_changes or self.drops)
+
+    has_changes = property(has_changes)
 
     def digest(self) -> str:
         """Names this exact plan, so a confirmation can check it applies what was previewed."""

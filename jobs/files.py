@@ -41,15 +41,18 @@ class JobFile:
     path: str
     size: int
 
-    @property
+    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
     def linkable(self) -> bool:
         """Whether the name can be put in a download link (a URL path cannot hold a line break)."""
         return not _has_control(self.path)
 
-    @property
+    linkable = property(linkable)
+
     def shown_path(self) -> str:
         """The name with line breaks and other control characters made visible (\\n, \\x1b, ...)."""
         return "".join(repr(ch)[1:-1] if _is_control(ch) else ch for ch in self.path)
+
+    shown_path = property(shown_path)
 
 
 def _is_control(ch: str) -> bool:

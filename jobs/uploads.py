@@ -43,7 +43,7 @@ def uploads_kept(*, session, token: str) -> list[Path]:
     return [path for path in sorted(_folder(token).iterdir()) if path.is_file()]
 
 
-@contextmanager
+# `def` then `name = contextmanager(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
 def uploads_merged(*, kept: list[Path], new: list[UploadedFile]) -> Iterator[list[File]]:
     """Kept files and new uploads as one list of open files (a new file replaces a kept one of its name)."""
     names = {upload.name for upload in new}
@@ -53,6 +53,9 @@ def uploads_merged(*, kept: list[Path], new: list[UploadedFile]) -> Iterator[lis
     finally:
         for handle in opened:
             handle.close()
+
+
+uploads_merged = contextmanager(uploads_merged)
 
 
 def uploads_forget(*, session, token: str) -> None:

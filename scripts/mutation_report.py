@@ -78,6 +78,11 @@ def main() -> int:
         print("\nSurvivors (show one with: .venv/bin/mutmut show NAME):")
         for _module, name, status in all_survivors:
             print(f"  {name}  [{status}]")
+    if any(status == "no tests" for _module, _name, status in all_survivors):
+        # mutmut collects which tests reach which function once, then only for new tests: a function that is
+        # new (or was a decorated one) has no test in mutants/mutmut-stats.json until that file is removed.
+        print("\nA mutant with no tests may be in a function that is new since mutants/mutmut-stats.json was")
+        print("written: remove that file (in the run's directory) and run again to collect which tests reach it.")
     return 1 if over else 0
 
 

@@ -195,11 +195,6 @@ class Usage:
 
     success_rate = property(success_rate)
 
-    def failure_rate(self) -> float | None:
-        return self.failed / self.finished if self.finished else None
-
-    failure_rate = property(failure_rate)
-
     def attempts_per_success(self) -> float | None:
         return self.jobs / self.completed if self.completed else None
 

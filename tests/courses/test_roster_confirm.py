@@ -123,3 +123,17 @@ def test_a_confirmation_after_the_course_changed_is_refused(
         response = client.post(ROSTER_URL, {**shown, "confirm": "1"})
     assert_refused(response, course, before)
     assert callbacks == []
+
+
+def test_a_roster_that_only_changes_a_role_is_previewed_as_a_change_not_as_nothing_to_do(
+    client, course, instructor, student
+):
+    promoted = PREVIEWED.replace(
+        "student1,student1@example.edu,Sam Student,student", "student1,student1@example.edu,Sam Student,ta"
+    ).replace("student4,student4@example.edu,Pat Newcomer,student\n", "")
+    client.force_login(instructor)
+    response = client.post(ROSTER_URL, {"roster": SimpleUploadedFile("roster.csv", promoted.encode()), "preview": "1"})
+
+    plan = response.context["plan"]
+    assert ([change.row.netid for change in plan.role_changes], plan.adds, plan.drops) == (["student1"], (), ())
+    assert "nothing to change" not in response.content.decode()

@@ -6,7 +6,7 @@ from django.urls import reverse
 from courses.models import Assignment
 from jobs.dispatch import job_dispatch, job_scancel
 from jobs.models import Job, Status
-from tests.conftest import dispatch, submit_form, wait_for_status
+from tests.conftest import dispatch, job_row, submit_form, wait_for_status
 
 
 def test_a_job_cancelled_before_it_reaches_the_cluster_stops_at_once(client, student, assignment):
@@ -20,6 +20,19 @@ def test_a_job_cancelled_before_it_reaches_the_cluster_stops_at_once(client, stu
     job_dispatch(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == Status.CANCELLED and not job.slurm_job_id
+
+
+@pytest.mark.parametrize(
+    ("status", "cancel_requested", "offered"),
+    [(Status.RUNNING, False, True), (Status.RUNNING, True, False), (Status.COMPLETED, False, False)],
+)
+def test_the_cancel_button_is_offered_only_on_a_job_not_ended_and_not_already_being_cancelled(
+    client, student, assignment, status, cancel_requested, offered
+):
+    job = job_row(student, assignment, status=status, cancel_requested=cancel_requested)
+    client.force_login(student)
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert ('id="cancel-job"' in page) == offered
 
 
 @pytest.mark.slurm

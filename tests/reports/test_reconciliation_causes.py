@@ -468,3 +468,13 @@ def test_the_only_the_first_notice_appears_once_a_kind_has_more_differences_than
 
     assert ("differences of each kind are listed" in page) is notice
     assert [row[1] for row in table_rows(page, "reconciliation-differences")] == ["9001", "9002"]
+
+
+def test_the_totals_give_each_side_s_gpu_hours_to_the_thousandth(client, instructor, student, assignment):
+    AccountingCursor.objects.create(cluster=settings.LABQUEUE_SLURM_CLUSTER, ingested_until=T0 + timedelta(days=20))
+    slurm_record(portal_job(student, assignment, gpus=1, elapsed=36_000), gpus=2)  # ten hours, a GPU more in Slurm
+
+    client.force_login(instructor)
+    totals = table_rows(client.get(REPORT).content.decode(), "reconciliation-totals")
+
+    assert [row[1:] for row in totals] == [["1", "10.000"], ["1", "20.000"]]

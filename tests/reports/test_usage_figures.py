@@ -104,6 +104,24 @@ def test_the_overview_shows_each_course_s_own_account_figures_in_code_then_term_
     assert [figure[3] for figure in figures] == pytest.approx([0.0, 1.0, 6.0, 5.0], abs=0.01)
 
 
+def test_the_overview_shows_gpu_hours_to_the_thousandth_and_a_failure_rate_only_where_jobs_finished(client, course):
+    Course.objects.create(slug="cs100-fall", code="CS100", title="Intro", term="Fall", slurm_account="cs100f")
+    record("student1", "1", gpus=2, hours=3)
+    record("student1", "2", gpus=1, hours=1, state="FAILED")
+    record("student1", "3", gpus=1, hours=1, state="FAILED")
+    record("student1", "4", gpus=1, hours=1)
+    record("student9", "5", account="cs100f", gpus=1, hours=1, ended_at=None, state="RUNNING")
+    operator = make_user("ops", None, is_staff=True)
+
+    rows = table_rows(page_of(client, operator, since_yesterday(reverse("reports:usage-overview"))), "overview")
+
+    by_account = {
+        account: (gpu_hours, failure_rate) for _name, account, _jobs, gpu_hours, _c, _u, failure_rate, _w in rows
+    }
+    assert by_account["cs101"] == ("9.000", "50%"), "6 + 1 + 1 + 1 GPU-hours; 2 of 4 finished jobs failed"
+    assert by_account["cs100f"][1] == "", "a job still running has not failed: no rate yet"
+
+
 def test_the_course_report_lists_each_student_of_the_course_with_their_own_figures_then_others_on_the_account(
     client, course, instructor, student, classmate, outsider
 ):
@@ -129,6 +147,8 @@ def test_the_course_report_lists_each_student_of_the_course_with_their_own_figur
     assert [row[3] for row in rows if len(row) > 1] == ["2.000", "1.000", rows[3][3], "0.000", "0.000"]
     assert 0.5 <= float(rows[3][3]) < 0.52, "half an hour so far"
     assert rows[0][4:6] == ["1.000", "1.000"], "student1's CPU-hours and usage units: an hour on one CPU"
+    quiet = dict(zip(Usage.HEADER, rows[-1], strict=True))
+    assert (quiet["Success rate"], quiet["Attempts per success"]) == ("", ""), "no job: no rate, not 0%"
     assert re.findall(r'<span class="status">(\w+ \d+)</span>', page) == ["COMPLETED 2", "RUNNING 1"]
     [total] = table_rows(page, "usage-total")
     assert total[:3] == ["Total", "", "3"], "the account's jobs only"

@@ -143,7 +143,7 @@ def roster_parse(text: str) -> tuple[list[RosterRow], list[RosterError]]:
 def _row(line: int, record: list[str], index: Mapping[str, int]) -> tuple[RosterRow | None, list[str]]:
     cell = lambda column: record[index[column]].strip() if index[column] < len(record) else ""  # noqa: E731
     problems = []
-    netid = cell("netid").lower()
+    netid = cell("netid").lower() if cell("netid").isascii() else cell("netid")  # the Kelvin sign lowercases to "k"
     if not netid:
         problems.append("the netid is empty.")
     elif not _POSIX.fullmatch(netid):

@@ -137,7 +137,8 @@ def netid_from(value: str, pattern: str) -> str:
     match = re.fullmatch(pattern, value.strip()) if value else None
     if not match:
         raise IdentityRefused("Your campus identity is not from a campus this portal serves.")
-    netid = (match.group(1) if match.groups() else match.group(0)).lower()
+    name = match.group(1) if match.groups() else match.group(0)
+    netid = name.lower() if name.isascii() else name  # "\u212a" (the Kelvin sign) lowercases to "k"
     if not POSIX_NAME_RE.fullmatch(netid):
         raise IdentityRefused(f"“{netid}” cannot be a cluster user name, so the portal cannot run jobs as you.")
     return netid

@@ -1,10 +1,13 @@
 """Health for operators and load balancers: /healthz (the process answers) and /readyz (what the portal
 depends on answers, and the worker's periodic work is not behind). Both are JSON; /readyz answers 503
-when a check fails, naming it. Neither needs a login nor shows anything about people or jobs.
+when a check fails, naming it. Neither needs a login nor shows anything about people or jobs. What a
+failed check found (an error's own text can name a database user or a host) is logged, and shown in the
+answer to staff only: anyone else gets each check's name and whether it passed.
 
 In reports, the top layer, because it reads the heartbeats of jobs, clusterpolicy and reports.
 """
 
+import logging
 from datetime import datetime
 
 from django.conf import settings
@@ -18,6 +21,8 @@ from clusterpolicy.models import AssociationRun
 from jobs.models import Heartbeat
 from portal.celery import app
 from reports.models import AccountingCursor
+
+logger = logging.getLogger(__name__)
 
 #: A periodic task is behind when it has not finished for this many of its periods.
 PERIODS_BEHIND = 3
@@ -42,8 +47,12 @@ def readyz(request: HttpRequest) -> JsonResponse:
             problem = check()
         except Exception as error:  # a check that breaks is a failed check, never a 500
             problem = f"{type(error).__name__}: {error}"
+        if problem:
+            logger.warning("readyz: the %s check failed: %s", name, problem)
         checks[name] = {"ok": not problem, "detail": problem or "ok"}
     ready = all(check["ok"] for check in checks.values())
+    if not request.user.is_staff:
+        checks = {name: {"ok": check["ok"]} for name, check in checks.items()}
     return JsonResponse({"status": "ok" if ready else "fail", "checks": checks}, status=200 if ready else 503)
 
 

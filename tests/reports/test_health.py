@@ -1,4 +1,4 @@
-"""/healthz and /readyz, as a load balancer or an operator's monitoring asks them (no login)."""
+"""/healthz and /readyz, as a load balancer asks them (no login) and as staff read what a failed check found."""
 
 from datetime import timedelta
 
@@ -20,8 +20,8 @@ def test_healthz_answers_while_the_process_is_alive(client):
     assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
-def test_readyz_says_which_periodic_work_has_not_run_and_answers_503(client, db):
-    response = client.get("/readyz")
+def test_readyz_says_which_periodic_work_has_not_run_and_answers_503(admin_client, db):
+    response = admin_client.get("/readyz")
 
     assert response.status_code == 503
     checks = response.json()["checks"]
@@ -32,7 +32,7 @@ def test_readyz_says_which_periodic_work_has_not_run_and_answers_503(client, db)
 
 
 def test_readyz_is_ready_once_the_worker_has_done_each_periodic_task_and_not_when_one_falls_behind(
-    client, db, settings
+    client, admin_client, db, settings
 ):
     jobs_sync()
     usage_ingest()
@@ -43,12 +43,12 @@ def test_readyz_is_ready_once_the_worker_has_done_each_periodic_task_and_not_whe
     assert ready.json()["status"] == "ok"
 
     Heartbeat.objects.filter(name="jobs_sync").update(at=timezone.now() - timedelta(minutes=5))
-    behind = client.get("/readyz")
+    behind = admin_client.get("/readyz")
     assert behind.status_code == 503
     assert behind.json()["checks"]["job_sync"]["detail"].startswith("the job-status sync last finished 30")
 
 
-def test_readyz_fails_when_usage_ingest_or_the_association_sync_falls_behind(client, db, settings):
+def test_readyz_fails_when_usage_ingest_or_the_association_sync_falls_behind(admin_client, db, settings):
     jobs_sync()
     usage_ingest()
     associations_reconcile()
@@ -56,7 +56,7 @@ def test_readyz_fails_when_usage_ingest_or_the_association_sync_falls_behind(cli
 
     AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER).update(last_success_at=long_ago)
     AssociationRun.objects.update(finished_at=long_ago)
-    response = client.get("/readyz")
+    response = admin_client.get("/readyz")
 
     assert response.status_code == 503
     checks = response.json()["checks"]

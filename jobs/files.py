@@ -216,19 +216,22 @@ class TooLarge(Exception):
 
 
 def build_zip(root: str, *, folder: str, max_bytes: int) -> SpooledTemporaryFile:
-    """Every servable file under root in one zip (in a temporary file), inside `folder/`."""
+    """Every servable file under root in one zip (in a temporary file), inside `folder/`. Each file is read
+    only up to the size its walk found, which is what was checked against `max_bytes`."""
     files = list(_walk(root))  # all of them: list_files stops at MAX_LISTED_FILES
     if sum(info.st_size for _, info in files) > max_bytes:
         raise TooLarge(f"The job's files add up to more than {max_bytes // (1024 * 1024)} MB.")
     spool = SpooledTemporaryFile(max_size=16 * 1024 * 1024)
     with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path, _ in files:
+        for path, info in files:
             try:
                 fd = open_file(root, path)
             except UnsafePath:
                 continue
             with os.fdopen(fd, "rb") as source, archive.open(f"{folder}/{path}", "w") as target:
-                while chunk := source.read(1024 * 1024):
+                remaining = info.st_size  # what was counted against the cap, however the job grows the file now
+                while remaining and (chunk := source.read(min(remaining, 1024 * 1024))):
                     target.write(chunk)
+                    remaining -= len(chunk)
     spool.seek(0)
     return spool

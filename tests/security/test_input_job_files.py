@@ -430,3 +430,37 @@ def test_a_crafted_log_page_number_answers_404_or_the_last_page_never_a_server_e
     assert response.status_code == status
     if status == 200:
         assert "page 3 of 3" in response.content.decode()
+
+
+# ---- the zip cap ----
+
+ZIP_GROWTH = 3 * 1024 * 1024
+
+
+def test_a_file_the_job_grows_while_the_zip_is_built_is_zipped_only_up_to_its_checked_size(
+    client, student, job, settings, monkeypatch
+):
+    settings.LABQUEUE_ZIP_MAX_BYTES = 1024 * 1024
+    log = Path(job.workdir) / "job.out"
+    checked = log.stat().st_size
+    open_file = files.open_file
+
+    def grown_on_open(root: str, relative: str) -> int:
+        """The job appends to its log between the walk that summed the sizes and the read."""
+        if relative == "job.out":
+            with log.open("ab") as handle:
+                handle.write(b"x" * ZIP_GROWTH)
+        return open_file(root, relative)
+
+    monkeypatch.setattr(files, "open_file", grown_on_open)
+    client.force_login(student)
+
+    response = client.get(reverse("jobs:job-zip", args=[job.uuid]))
+
+    assert response.status_code == 200
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    sizes = {info.filename.split("/", 1)[1]: info.file_size for info in archive.infolist()}
+    assert sizes["job.out"] == checked, "read to the size that was checked, not to the grown end"
+    assert archive.read(next(n for n in archive.namelist() if n.endswith("/job.out"))) == b"epoch 1 done\n"
+    assert sum(sizes.values()) <= settings.LABQUEUE_ZIP_MAX_BYTES
+    assert log.stat().st_size == checked + ZIP_GROWTH, "the job really grew the file"

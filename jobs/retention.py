@@ -4,7 +4,9 @@ A finished job's directory (<job root>/<netid>/<job uuid>/: the script, the logs
 and its staged uploads (MEDIA_ROOT/uploads/<job uuid>/) are removed; the Job row, its history and the
 usage records stay, so the job page, the course reports and their reconciliation with Slurm are unchanged.
 The job directory belongs to the student, so it is removed as the student through the job-directory helper
-(jobs.workdir.workdir_remove); the staged uploads are the portal's own.
+(jobs.workdir.workdir_remove); the staged uploads are the portal's own. So are the uploads kept across a
+refused form (MEDIA_ROOT/pending/<token>/, jobs.uploads): they are removed once the session that kept them
+has ended, since nobody can use them after that.
 
 Worker or operator side only (`manage.py purge_job_files`, `forget_person`, the `job_files_purge` task):
 never from a web request.
@@ -12,11 +14,15 @@ never from a web request.
 
 import logging
 import os
+import shutil
 import stat
+import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Coalesce
@@ -24,6 +30,7 @@ from django.utils import timezone
 
 from jobs import files
 from jobs.models import TERMINAL, Job, JobEvent
+from jobs.uploads import kept_root
 from jobs.workdir import Removed, WorkdirError, WorkdirUnavailable, staging_remove, staging_size, workdir_remove
 
 log = logging.getLogger(__name__)
@@ -99,6 +106,46 @@ def job_files_purge(
     jobs = jobs_with_files_older_than(days=older_than_days, now=now)
     for job in jobs.iterator():
         yield job_files_remove(job=job, cause=cause, dry_run=dry_run)
+
+
+@dataclass(frozen=True)
+class KeptUploadsRemoval:
+    """The uploads of refused forms whose session has ended: what was (or would be) removed."""
+
+    folders: int = 0
+    files: int = 0
+    bytes: int = 0
+
+
+def kept_uploads_purge(*, dry_run: bool = False, now: float | None = None) -> KeptUploadsRemoval:
+    """Remove the uploads kept across a refused form (jobs.uploads) that no session can use any more: nothing
+    in their folder changed for longer than a session lasts (SESSION_COOKIE_AGE)."""
+    cutoff = (time.time() if now is None else now) - settings.SESSION_COOKIE_AGE
+    folders = count = size = 0
+    with os.scandir(kept_root()) if kept_root().is_dir() else nullcontext([]) as entries:
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            newest, files_in, bytes_in = _folder_figures(entry.path)
+            if newest >= cutoff:
+                continue
+            if not dry_run:
+                shutil.rmtree(entry.path, ignore_errors=True)
+            folders, count, size = folders + 1, count + files_in, size + bytes_in
+    return KeptUploadsRemoval(folders, count, size)
+
+
+def _folder_figures(path: str) -> tuple[float, int, int]:
+    """The newest change in a kept-uploads folder (the folder or a file in it), its files and their bytes."""
+    newest = os.lstat(path).st_mtime
+    count = size = 0
+    with os.scandir(path) as entries:
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            newest = max(newest, info.st_mtime)
+            count += 1
+            size += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return newest, count, size
 
 
 def _estimate(workdir: str) -> tuple[int, int, bool]:

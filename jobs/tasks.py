@@ -92,6 +92,19 @@ PURGE_SECONDS = 120
 
 
 @shared_task
+def kept_uploads_purge() -> None:
+    """The uploads kept for refused forms whose session has ended (nobody can use them): every hour."""
+    removed = retention.kept_uploads_purge()
+    if removed.folders:
+        log.info(
+            "Kept uploads purge: %d file(s), %d bytes of %d refused submission(s) whose session ended removed",
+            removed.files,
+            removed.bytes,
+            removed.folders,
+        )
+
+
+@shared_task
 def job_files_purge() -> None:
     """The retention policy (LABQUEUE_RETAIN_JOB_FILES_DAYS): what `manage.py purge_job_files` does."""
     days = settings.LABQUEUE_RETAIN_JOB_FILES_DAYS

@@ -2,7 +2,8 @@
 
 When a submission is refused (a parameter out of range, a limit), the files the student
 chose are kept under MEDIA_ROOT/pending/<token>/ and the form carries the token; only the
-session that kept them may use it.
+session that kept them may use it. Once that session has ended nobody can, and the purge
+(jobs.retention.kept_uploads_purge) removes them.
 """
 
 import secrets
@@ -18,8 +19,13 @@ from django.core.files.uploadedfile import UploadedFile
 SESSION_KEY = "labqueue_upload_tokens"
 
 
+def kept_root() -> Path:
+    """Where the uploads of refused forms are kept, one folder per token."""
+    return Path(settings.MEDIA_ROOT) / "pending"
+
+
 def _folder(token: str) -> Path:
-    return Path(settings.MEDIA_ROOT) / "pending" / token
+    return kept_root() / token
 
 
 def uploads_keep(*, session, uploads: list[UploadedFile], token: str = "") -> str:

@@ -277,6 +277,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Job notification mail whose task the broker did not take (jobs.notifications).
     "job-notify-resend": {"task": "jobs.tasks.job_notify_resend", "schedule": 300.0, "options": {"expires": 300.0}},
+    # Uploads kept across a refused form, once the session that kept them has ended (jobs.retention).
+    "kept-uploads-purge": {
+        "task": "jobs.tasks.kept_uploads_purge",
+        "schedule": 3600.0,
+        "options": {"expires": 3600.0},
+    },
     # TAs' and instructors' daily mail of new failures (jobs.notifications), at this hour of LABQUEUE_TIME_ZONE.
     "failure-digests-send": {
         "task": "jobs.tasks.failure_digests_send",

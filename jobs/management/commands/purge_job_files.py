@@ -1,16 +1,18 @@
-"""Remove the job directories and staged uploads of finished jobs older than the retention period."""
+"""Remove the job directories and staged uploads of finished jobs older than the retention period, and the
+uploads kept for refused forms whose session has ended."""
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import filesizeformat
 
-from jobs.retention import FilesRemoval, job_files_purge
+from jobs.retention import FilesRemoval, job_files_purge, kept_uploads_purge
 
 
 class Command(BaseCommand):
     help = (
-        "Remove the files (job directory and staged uploads) of finished jobs that ended more than DAYS days ago. "
-        "Job records and usage records stay. See docs/records.md."
+        "Remove the files (job directory and staged uploads) of finished jobs that ended more than DAYS days ago, "
+        "and the uploads kept for refused submissions whose session has ended. Job records and usage records "
+        "stay. See docs/records.md."
     )
 
     def add_arguments(self, parser):
@@ -43,10 +45,16 @@ class Command(BaseCommand):
             files, size = files + removal.files, size + removal.bytes
             uploads, upload_size = uploads + removal.uploads, upload_size + removal.upload_bytes
             self.stdout.write(f"{verb}: {_describe(removal)}: {_amounts(removal)}")
+        kept = kept_uploads_purge(dry_run=dry_run)
+        self.stdout.write(
+            f"{verb}: uploads kept for {kept.folders} refused submission(s) whose session has ended: "
+            f"{kept.files} file(s), {filesizeformat(kept.bytes)}"
+        )
         self.stdout.write(
             f"Total ({'dry run, nothing removed' if dry_run else 'removed'}): {jobs} job(s) finished more than "
             f"{days} day(s) ago; job directories {files} file(s), {filesizeformat(size)}; staged uploads "
-            f"{uploads} file(s), {filesizeformat(upload_size)}. Job records and usage records are kept."
+            f"{uploads} file(s), {filesizeformat(upload_size)}; uploads of refused submissions {kept.files} "
+            f"file(s), {filesizeformat(kept.bytes)}. Job records and usage records are kept."
         )
         if failed:
             raise CommandError(

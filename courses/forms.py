@@ -249,6 +249,12 @@ class HintForm(forms.ModelForm):
         data = super().clean()
         if not data.get("pattern") and not data.get("state"):
             raise ValidationError("Give a pattern, a Slurm state, or both: otherwise the hint would show on every job.")
+        most = settings.LABQUEUE_MAX_HINTS_PER_COURSE
+        if self.instance.pk is None and Hint.objects.filter(course=self.instance.course).count() >= most:
+            raise ValidationError(
+                f"This course already has {most} hints, the most a course may have (every failed job's page "
+                "checks them all). Delete a hint the course no longer needs, or fold two into one pattern."
+            )
         return data
 
 

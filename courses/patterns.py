@@ -39,10 +39,10 @@ def pattern_problem(pattern: str, *, whole: bool = False) -> str:
     return ""
 
 
-def pattern_search(pattern: str, text: str) -> bool:
-    """Whether the pattern occurs in text; raises PatternTooSlow after MATCH_SECONDS."""
+def pattern_search(pattern: str, text: str, *, seconds: float = MATCH_SECONDS) -> bool:
+    """Whether the pattern occurs in text; raises PatternTooSlow after `seconds` (at most MATCH_SECONDS)."""
     try:
-        return regex.search(pattern, text, timeout=MATCH_SECONDS) is not None
+        return regex.search(pattern, text, timeout=min(seconds, MATCH_SECONDS)) is not None
     except TimeoutError as error:
         raise PatternTooSlow(pattern) from error
 

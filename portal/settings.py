@@ -362,6 +362,8 @@ LABQUEUE_CEILING_GPUS_PER_COURSE = env_int("LABQUEUE_CEILING_GPUS_PER_COURSE", 0
 # The QOS and partitions a course policy may name (besides empty: the site's default). Empty list: none.
 LABQUEUE_ALLOWED_QOS = env_list("LABQUEUE_ALLOWED_QOS")
 LABQUEUE_ALLOWED_PARTITIONS = env_list("LABQUEUE_ALLOWED_PARTITIONS", "gpu")
+# Instructors' hints one course may hold (courses.hints): every failed job's page checks them all.
+LABQUEUE_MAX_HINTS_PER_COURSE = env_int("LABQUEUE_MAX_HINTS_PER_COURSE", 50)
 # Who people are told to ask when they need more than a ceiling or limit allows.
 LABQUEUE_OPERATIONS_CONTACT = env("LABQUEUE_OPERATIONS_CONTACT", "the cluster's operations staff")
 

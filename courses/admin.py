@@ -9,6 +9,7 @@ from courses.models import (
     Enrollment,
     LabSession,
     StarterFile,
+    VersionStarterFile,
 )
 from courses.services import assignment_version_current
 
@@ -50,9 +51,22 @@ class AssignmentAdmin(admin.ModelAdmin):
     list_display = ("title", "course", "gpus", "minutes")
     inlines = [StarterFileInline]
 
-    def save_model(self, request, obj, form, change) -> None:
-        super().save_model(request, obj, form, change)
-        assignment_version_current(assignment=obj, author=request.user)
+    def save_related(self, request, form, formsets, change) -> None:
+        """After the data sets and starter files are saved too: a change to any of them is a new version."""
+        super().save_related(request, form, formsets, change)
+        assignment_version_current(assignment=form.instance, author=request.user)
+
+
+class VersionStarterFileInline(admin.TabularInline):
+    """A version's starter files, as kept: read-only, like the version."""
+
+    model = VersionStarterFile
+    extra = 0
+    readonly_fields = ("name", "file", "sha256")
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(AssignmentVersion)
@@ -60,7 +74,8 @@ class AssignmentVersionAdmin(admin.ModelAdmin):
     """Kept versions of assignment scripts: read-only, never deleted here (jobs record the one they ran)."""
 
     list_display = ("assignment", "number", "author", "created_at")
-    readonly_fields = [field.name for field in AssignmentVersion._meta.fields]
+    readonly_fields = [field.name for field in AssignmentVersion._meta.fields] + ["datasets"]
+    inlines = [VersionStarterFileInline]
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -161,7 +161,8 @@ class Assignment(models.Model):
 
 
 class AssignmentVersion(models.Model):
-    """One saved version of an assignment's script template, kept for good: jobs record the version they ran."""
+    """One saved version of an assignment: its script template, parameters, starter files and data sets, kept
+    for good. Jobs record the version they ran, and a retry runs that version again."""
 
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
@@ -174,6 +175,9 @@ class AssignmentVersion(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
         help_text="Who saved it; empty when made outside the assignment form (e.g. before versions were kept).",
+    )
+    datasets = models.ManyToManyField(
+        Dataset, blank=True, related_name="+", help_text="The data sets a job of this version may use."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -190,7 +194,8 @@ def starter_file_path(instance: "StarterFile", filename: str) -> str:
 
 
 class StarterFile(models.Model):
-    """A file copied into every job directory of an assignment before it runs."""
+    """A file of the assignment as the instructor has it now. Each version keeps its own record of the starter
+    files (VersionStarterFile): a job's directory gets those of the version it records."""
 
     assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="starter_files")
     name = models.CharField(max_length=255)
@@ -202,6 +207,24 @@ class StarterFile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class VersionStarterFile(models.Model):
+    """A starter file as one assignment version has it: its name, the stored file (never written over: a
+    replaced starter file is stored under a new name) and the SHA-256 of its bytes, checked again by the
+    worker before the file is copied into a job's directory."""
+
+    version = models.ForeignKey(AssignmentVersion, on_delete=models.CASCADE, related_name="starter_files")
+    name = models.CharField(max_length=255)
+    file = models.FileField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["version", "name"], name="starter_name_per_version")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.version})"
 
 
 class Hint(models.Model):

@@ -1,13 +1,25 @@
+import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from courses.models import Assignment, AssignmentVersion, Course, Dataset, Enrollment, LabSession, StarterFile
+from courses.models import (
+    Assignment,
+    AssignmentVersion,
+    Course,
+    Dataset,
+    Enrollment,
+    LabSession,
+    StarterFile,
+    VersionStarterFile,
+)
 from courses.policy import ceiling_problems, lab_limit_problems, lab_overlap_problem
 from courses.roster import RosterPlan, RosterRow, roster_plan
 from courses.selectors import assignment_version_latest, course_ceilings, roster_current
@@ -27,40 +39,92 @@ def assignment_save(
     actor=None,
 ) -> Assignment:
     """Create or update an assignment from validated fields (AssignmentForm checks them). A changed script
-    template or parameter schema is kept as a new version with its author (`actor`)."""
+    template, parameter schema, data set choice or starter file is kept as a new version with its author
+    (`actor`). A starter file with a name the assignment has replaces it; the version before keeps the old one."""
     assignment = assignment or Assignment(course=course)
     for name, value in fields.items():
         setattr(assignment, name, value)
     assignment.full_clean(exclude=["parameters"])
     assignment.save()
-    assignment_version_current(assignment=assignment, author=actor)
     assignment.datasets.set(datasets)
     if starter_file is not None:
         StarterFile.objects.filter(assignment=assignment, name=starter_file.name).delete()
         StarterFile.objects.create(assignment=assignment, name=starter_file.name, file=starter_file)
+    assignment_version_current(assignment=assignment, author=actor)
     return assignment
+
+
+@dataclass(frozen=True)
+class _Contents:
+    """What a version keeps: starter files as (name, stored file name), data sets by primary key."""
+
+    script_template: str
+    parameters: list
+    starter_files: tuple[tuple[str, str], ...]
+    dataset_ids: frozenset[int]
+
+
+def _contents_now(assignment: Assignment) -> _Contents:
+    """The assignment as saved now. Read from the database, not from `assignment`, which may have been loaded
+    before an instructor saved a change."""
+    now = Assignment.objects.only("script_template", "parameters").get(pk=assignment.pk)
+    starters = StarterFile.objects.filter(assignment_id=assignment.pk).order_by("name")
+    return _Contents(
+        script_template=now.script_template,
+        parameters=now.parameters,
+        starter_files=tuple(starters.values_list("name", "file")),
+        dataset_ids=frozenset(Dataset.objects.filter(assignments=assignment.pk).values_list("pk", flat=True)),
+    )
+
+
+def _contents_of(version: AssignmentVersion) -> _Contents:
+    return _Contents(
+        script_template=version.script_template,
+        parameters=version.parameters,
+        starter_files=tuple(version.starter_files.order_by("name").values_list("name", "file")),
+        dataset_ids=frozenset(version.datasets.values_list("pk", flat=True)),
+    )
+
+
+def _sha256(name: str, stored: str) -> str:
+    digest = hashlib.sha256()
+    try:
+        with default_storage.open(stored, "rb") as data:
+            for chunk in data.chunks():
+                digest.update(chunk)
+    except OSError:
+        raise ValidationError(
+            f"The starter file '{name}' is missing from the portal's storage. "
+            "The instructor must upload it again before jobs of this assignment can run."
+        )
+    return digest.hexdigest()
 
 
 @transaction.atomic
 def assignment_version_current(*, assignment: Assignment, author=None) -> AssignmentVersion:
-    """The version holding the assignment's script template and parameters as saved now: the latest one,
-    or a new one (by `author`) when they changed, e.g. saved in the Django admin. Read from the database,
-    not from `assignment`, which may have been loaded before an instructor saved a change."""
-    now = Assignment.objects.only("script_template", "parameters").get(pk=assignment.pk)
+    """The version holding the assignment's script template, parameters, starter files and data sets as saved
+    now: the latest one, or a new one (by `author`) when any of them changed, e.g. saved in the Django admin."""
     latest = assignment_version_latest(assignment=assignment)
-    if latest and (latest.script_template, latest.parameters) == (now.script_template, now.parameters):
+    if latest and _contents_of(latest) == _contents_now(assignment):
         return latest
-    now = Assignment.objects.select_for_update().only("script_template", "parameters").get(pk=assignment.pk)
-    latest = assignment_version_latest(assignment=assignment)  # again, under the lock: one new version at a time
-    if latest and (latest.script_template, latest.parameters) == (now.script_template, now.parameters):
+    Assignment.objects.select_for_update().filter(pk=assignment.pk).exists()  # one new version at a time
+    latest = assignment_version_latest(assignment=assignment)
+    now = _contents_now(assignment)
+    if latest and _contents_of(latest) == now:
         return latest
-    return AssignmentVersion.objects.create(
+    version = AssignmentVersion.objects.create(
         assignment=assignment,
         number=latest.number + 1 if latest else 1,
         script_template=now.script_template,
         parameters=now.parameters,
         author=author,
     )
+    version.datasets.set(now.dataset_ids)
+    VersionStarterFile.objects.bulk_create(
+        VersionStarterFile(version=version, name=name, file=stored, sha256=_sha256(name, stored))
+        for name, stored in now.starter_files
+    )
+    return version
 
 
 @transaction.atomic

@@ -23,6 +23,7 @@ from courses.selectors import course_role
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
 from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
+from jobs.selectors import job_starter_files
 from jobs.services import job_transition
 from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_submit
 from portal.identity import netid_refusal
@@ -49,7 +50,7 @@ def _dispatch(job: Job) -> None:
         # interrupted after sbatch looks the job up by name next time; the lab's reservation) and whether the
         # job may run at all. A retried dispatch reads them after finding Slurm does not have the job yet.
         refusal = _last_line_of_defence(job)
-        files = _job_files(job) if not refusal else []
+        files, digests = _job_files(job) if not refusal else ([], {})
         claim |= {
             "submit_attempts": 1,
             "reservation": lab_reservation_for(course=job.assignment.course, minutes=job.minutes),
@@ -61,7 +62,7 @@ def _dispatch(job: Job) -> None:
         if slurm_id is None:  # (a job Slurm already has is adopted whatever changed since)
             if not first_attempt:
                 refusal = _last_line_of_defence(job)
-                files = _job_files(job) if not refusal else []
+                files, digests = _job_files(job) if not refusal else ([], {})
             if refusal:
                 raise WorkdirError(refusal)
             if not first_attempt:
@@ -69,7 +70,7 @@ def _dispatch(job: Job) -> None:
                 Job.objects.filter(pk=job.pk).update(
                     submit_attempts=F("submit_attempts") + 1, reservation=job.reservation
                 )
-            slurm_id = workdir_submit(job_spec(job), script=job.script, files=files)
+            slurm_id = workdir_submit(job_spec(job), script=job.script, files=files, digests=digests)
     except slurm.SlurmUnavailable as error:
         job_transition(
             job=job,
@@ -166,12 +167,16 @@ def local_failure(job: Job, *, reason: str) -> bool:
     return True
 
 
-def _job_files(job: Job) -> list[tuple[str, Path]]:
-    files = [(starter.name, Path(starter.file.path)) for starter in job.assignment.starter_files.all()]
+def _job_files(job: Job) -> tuple[list[tuple[str, Path]], dict[Path, str]]:
+    """The files for the job's directory: the starter files of the version the job records (never the ones
+    the assignment has now), then the student's staged uploads; and the SHA-256 each starter file's bytes
+    must still have (workdir_submit refuses the job otherwise)."""
+    starters = [(starter.name, Path(starter.file.path), starter.sha256) for starter in job_starter_files(job=job)]
+    files = [(name, path) for name, path, _ in starters]
     staged = staging_dir(str(job.uuid))
     if staged.is_dir():  # every entry: one that is not a regular file is refused with its name, never skipped
         files += [(path.name, path) for path in sorted(staged.iterdir())]
-    return files
+    return files, {path: sha256 for _, path, sha256 in starters}
 
 
 def job_scancel(*, job_id: int) -> None:

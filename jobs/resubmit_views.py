@@ -21,7 +21,7 @@ from courses.forms import new_submission_key, submission_key
 from jobs.explanations import explain
 from jobs.forms import ResubmitForm
 from jobs.models import Job
-from jobs.selectors import job_get_for_user, job_script_change
+from jobs.selectors import job_get_for_user, job_script_change, job_version_change
 from jobs.services import job_enrollment_check, job_resubmit
 from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
 from jobs.workdir import staging_dir
@@ -102,5 +102,6 @@ def _context(request: HttpRequest, job: Job, form: ResubmitForm, *, token: str, 
         "explanation": explain(job) if job.is_terminal else None,
         "notes": job.notes.select_related("author"),
         "script_change": job_script_change(job=job),
+        "version_change": job_version_change(job=job),
         "attempts_used": Job.objects.filter(user=job.user, assignment=assignment).count(),
     }

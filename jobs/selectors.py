@@ -6,7 +6,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
-from courses.models import STAFF_ROLES, Assignment, Course
+from courses.models import STAFF_ROLES, Assignment, AssignmentVersion, Course, VersionStarterFile
 from courses.scripting import script_body, script_diff
 from courses.selectors import assignment_version_latest, course_role
 from jobs.models import Job, Status
@@ -170,6 +170,39 @@ def job_script_change(*, job: Job) -> dict | None:
         "current": latest,
         "diff": script_diff(ran, current, old_label=old_label, new_label=new_label),
     }
+
+
+def job_starter_files(*, job: Job) -> QuerySet[VersionStarterFile]:
+    """The starter files of the version the job records. A job made before versions were kept: those of the
+    assignment's first version (the files the assignment had when versions began keeping them), never the
+    files it has now."""
+    if job.assignment_version_id is not None:
+        return VersionStarterFile.objects.filter(version_id=job.assignment_version_id).order_by("name")
+    return VersionStarterFile.objects.filter(version__assignment_id=job.assignment_id, version__number=1).order_by(
+        "name"
+    )
+
+
+def job_version_change(*, job: Job) -> dict | None:
+    """What the assignment's latest version changed since the one this attempt ran: the two versions, the
+    names of the starter files added, replaced or removed, and whether the data sets offered differ. None when
+    the attempt ran the latest version (or was made before versions were kept)."""
+    ran = job.assignment_version
+    latest = assignment_version_latest(assignment=job.assignment)
+    if ran is None or latest is None or latest.number <= ran.number:
+        return None
+    return {
+        "ran": ran,
+        "current": latest,
+        "starter_files": _starter_files_changed(ran, latest),
+        "datasets": set(ran.datasets.values_list("pk", flat=True)) != set(latest.datasets.values_list("pk", flat=True)),
+    }
+
+
+def _starter_files_changed(old: AssignmentVersion, new: AssignmentVersion) -> list[str]:
+    before = dict(old.starter_files.values_list("name", "sha256"))
+    after = dict(new.starter_files.values_list("name", "sha256"))
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
 def student_last_attempt(*, user, assignment: Assignment) -> Job | None:

@@ -94,8 +94,9 @@ def job_enrollment_check(*, user, course: Course, actor=None) -> None:
 
 
 def _retried_script(job: Job) -> tuple[AssignmentVersion | None, str]:
-    """The version and template body the attempt being retried ran: a retry runs that again, never a
-    template edited since (which would run new code as the student at a time someone else chose)."""
+    """The version and template body the attempt being retried ran: a retry runs that again, with that
+    version's starter files and data sets, never a template or file edited since (which would run new code
+    as the student at a time someone else chose)."""
     if job.assignment_version_id is not None:
         return job.assignment_version, job.assignment_version.script_template
     body = script_body(job.script)
@@ -105,6 +106,14 @@ def _retried_script(job: Job) -> tuple[AssignmentVersion | None, str]:
             "Submit the assignment again instead (it runs the current script)."
         )
     return None, body
+
+
+def _dataset_offered(dataset: Dataset, *, version: AssignmentVersion | None, assignment: Assignment) -> bool:
+    """The job's version offered the data set and the assignment still does: a retry uses no data set its
+    version did not offer, nor one the instructor has withdrawn since (a withdrawal holds for every job)."""
+    if not assignment.datasets.filter(pk=dataset.pk).exists():
+        return False
+    return version is None or version.datasets.filter(pk=dataset.pk).exists()
 
 
 def job_submit(*, user, submission_key: str = "", **request) -> Job:
@@ -163,8 +172,6 @@ def _job_create(
         )
         if refusals:
             raise ValidationError(refusals)
-        if dataset is not None and not assignment.datasets.filter(pk=dataset.pk).exists():
-            raise ValidationError("That data set is not approved for this assignment.")
         used = Job.objects.filter(user=user, assignment=assignment).count()
         if assignment.max_attempts and used >= assignment.max_attempts:
             raise ValidationError(
@@ -176,6 +183,8 @@ def _job_create(
         else:
             version = assignment_version_current(assignment=assignment)
             body = version.script_template
+        if dataset is not None and not _dataset_offered(dataset, version=version, assignment=assignment):
+            raise ValidationError("That data set is not approved for this assignment.")
         script = render_script(
             body=body,
             values=values,
@@ -239,9 +248,9 @@ def _copy_staged(*, source: Job, target: Job) -> None:
 
 
 def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
-    """A new attempt of a failed, cancelled or refused job: same script version, parameters, data set and
-    files; resources as given (still within the course's limits). Each attempt is retried at most once,
-    so a double click or a replayed POST returns the same new attempt."""
+    """A new attempt of a failed, cancelled or refused job: same version (script, starter files), parameters,
+    data set and uploaded files; resources as given (still within the course's limits). Each attempt is
+    retried at most once, so a double click or a replayed POST returns the same new attempt."""
     with transaction.atomic():
         existing = Job.objects.filter(retry_of=job).first()
         if existing is not None:
@@ -275,8 +284,9 @@ def job_resubmit(
 ) -> Job:
     """A new attempt edited from `job` (any status, even one still running: that one keeps running): the
     parameters, data set, resources and files the student sent, checked like any submission (caps, attempt
-    cap) and run with the assignment's current script. Only the job's owner resubmits it. The form's one-time
-    `submission_key` makes a double click or a replayed POST give the one new job."""
+    cap) and run with the assignment's current version, its script and starter files, which the new job
+    records. Only the job's owner resubmits it. The form's one-time `submission_key` makes a double click or
+    a replayed POST give the one new job."""
     if job.user_id != user.pk:
         raise PermissionDenied("Only the student who submitted this job can resubmit it.")
     return job_submit(

@@ -24,6 +24,8 @@ from jobs.selectors import (
     job_attempts,
     job_get_for_user,
     job_script_change,
+    job_starter_files,
+    job_version_change,
 )
 from jobs.services import (
     NotEnrolled,
@@ -139,6 +141,8 @@ def job_detail(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     context = {**_detail_context(request, job), "etag": etag}
     context["note_form"] = NoteForm()
     context["script_change"] = job_script_change(job=job)
+    context["version_change"] = job_version_change(job=job)
+    context["starter_files"] = job_starter_files(job=job)
     return render(request, "jobs/job_detail.html", context)
 
 

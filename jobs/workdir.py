@@ -7,6 +7,7 @@ their own directory meanwhile can only ever reach their own files. The helper th
 one run-as call per submitted job.
 """
 
+import hashlib
 import os
 import pwd
 import re
@@ -45,9 +46,12 @@ def staging_dir(job_uuid: str) -> Path:
     return Path(settings.MEDIA_ROOT) / "uploads" / job_uuid
 
 
-def workdir_submit(spec: slurm.JobSpec, *, script: str, files: list[tuple[str, Path]]) -> str:
+def workdir_submit(
+    spec: slurm.JobSpec, *, script: str, files: list[tuple[str, Path]], digests: dict[Path, str] | None = None
+) -> str:
     """Create the job directory as the student, write the script and copy the files in, then submit it:
     one run-as call, the helper's `submit`, which ends by running sbatch. Returns the Slurm job id.
+    `digests` are the SHA-256 some sources must have (a starter file: what its assignment version recorded).
 
     Raises WorkdirError (the job cannot run as this account: the message is for the student),
     WorkdirUnavailable (the helper could not be run at all, or the call ran out of time), and what
@@ -58,7 +62,7 @@ def workdir_submit(spec: slurm.JobSpec, *, script: str, files: list[tuple[str, P
     _account_check(netid)
     root = Path(spec.workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
     with tempfile.TemporaryFile() as listing:
-        _pack(listing, script=script, files=files)
+        _pack(listing, script=script, files=files, digests=digests or {})
         listing.seek(0)
         timeout = settings.LABQUEUE_JOBDIR_TIMEOUT
         try:
@@ -82,7 +86,7 @@ def workdir_probe(*, workdir: str, netid: str, script: str) -> None:
     _account_check(netid)
     root = Path(workdir)
     with tempfile.TemporaryFile() as listing:
-        _pack(listing, script=script, files=[])
+        _pack(listing, script=script, files=[], digests={})
         listing.seek(0)
         try:
             argv = [*_helper_submit(root), "--version"]
@@ -109,13 +113,20 @@ def _account_check(netid: str) -> None:
         )
 
 
-def _pack(listing, *, script: str, files: list[tuple[str, Path]]) -> None:
+def _pack(listing, *, script: str, files: list[tuple[str, Path]], digests: dict[Path, str]) -> None:
     """The file list the helper reads: per file a line `<size> <name>` and its bytes; the script last.
-    Sources are the portal's own files (starter files and staged uploads), read without following symlinks."""
+    Sources are the portal's own files (starter files and staged uploads), read without following symlinks;
+    a source with an entry in `digests` is refused unless its bytes have that SHA-256."""
     for name, source in files:
         if name in PORTAL_FILE_NAMES or "/" in name or name.startswith(".") or not name.isprintable():
             raise WorkdirError(f"The file name '{name}' cannot be used in a job directory; rename the file.")
-        _add(listing, name, _read_regular(source))
+        data = _read_regular(source)
+        if source in digests and hashlib.sha256(data).hexdigest() != digests[source]:
+            raise WorkdirError(
+                f"The starter file '{name}' is no longer the one this job's version of the assignment was saved "
+                "with, so the job was not sent. Tell the course staff: the instructor must upload it again."
+            )
+        _add(listing, name, data)
     _add(listing, SCRIPT_NAME, script.encode())
 
 

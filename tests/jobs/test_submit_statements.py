@@ -19,8 +19,9 @@ PAGE = "/courses/cs101/assignments/hello/"
 PAGE_STATEMENTS = 8
 #: The submission: session, user, course, role, assignment and its data sets, the submission key; then in
 #: one transaction the role again, ceilings, live jobs, GPU hours, running starts, attempt number, the
-#: script version (in a savepoint), the job and its first history row.
-SUBMIT_STATEMENTS = 21
+#: version (in a savepoint: the latest one's script, starter files and data sets against the assignment's),
+#: the job and its first history row.
+SUBMIT_STATEMENTS = 25
 
 
 def click(client) -> tuple[int, int]:

@@ -24,8 +24,10 @@ endif
 
 .PHONY: demo test test-slurm24 lint mutate mutate-pure mutate-slurm24 mutate-nocluster prereqs cluster services venv clean-venv slurm24 slurm24-down
 
+# DEMO_ARGS=--debug turns on Django's debug pages (developers only: they show settings and code).
+DEMO_ARGS ?=
 demo: prereqs venv cluster services
-	scripts/demo
+	scripts/demo $(DEMO_ARGS)
 
 test: prereqs venv cluster services lint
 	$(TEST_ENV) $(VENV)/bin/pytest $(COVERAGE) $(PYTEST_ARGS)

@@ -12,7 +12,8 @@ Campus SSO (SAML or OIDC) goes through `SocialAccountAdapter`:
    (portal.identity) and people without a cluster account (each with its own page), links a first
    login to the person a roster or an admin already created with that netid (never to an account
    with staff or superuser rights: an operator links those), and re-applies the staff flag and
-   IdP-group course roles on every login.
+   IdP-group course roles on every login, each from the claims of an IdP trusted for it (its
+   "trusted_for"): a claim of a right the IdP is not trusted for counts as not sent, and is logged.
 2. For someone new, allauth signs them up: `populate_user` proposes username = netid and `save_user`
    sets the netid in its own field. allauth may rename the username when it is taken (``jdoe1``);
    the netid is never touched by that and is checked again after the save.
@@ -190,7 +191,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             if user.netid is None:
                 user.netid = identity.netid
                 user.save(update_fields=["netid"])
-            _apply_identity(user, identity)
+            _apply_identity(user, identity, sociallogin.account.provider)
         _remember_saml_login(request, sociallogin)
 
     def save_user(self, request, sociallogin, form=None):
@@ -200,7 +201,7 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         user.refresh_from_db()
         if user.netid != identity.netid:  # never expected: fail closed rather than run jobs as someone else
             raise _refused(request, "Your account could not be linked to your cluster user name.")
-        _apply_identity(user, identity)
+        _apply_identity(user, identity, sociallogin.account.provider)
         return user
 
 
@@ -216,9 +217,18 @@ def _identity(sociallogin) -> sso.Identity:
     return sso.identity_from_claims(claims, sso.rules_from_settings(settings), trust)
 
 
-def _apply_identity(user, identity: sso.Identity) -> None:
-    """Staff flag and IdP-group course roles, on every SSO login."""
+def _apply_identity(user, identity: sso.Identity, provider: str) -> None:
+    """Staff flag and IdP-group course roles, on every SSO login, from what the IdP is trusted for: a claim of
+    a right it is not trusted for grants nothing (so the staff flag is cleared) and is logged."""
     rules = sso.rules_from_settings(settings)
+    for right, claims in sso.ignored_claims(identity, rules).items():
+        log.warning(
+            "SSO claims ignored (%s): %s sent %s, but this IdP is not trusted for %s",
+            provider,
+            identity.scoped_name,
+            ", ".join(claims),
+            right,
+        )
     if (rules.staff_affiliations or rules.staff_groups) and not user.is_superuser:
         is_staff = sso.is_staff_identity(identity, rules)
         if user.is_staff != is_staff:

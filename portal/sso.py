@@ -13,6 +13,10 @@ unit-tested without an IdP: the adapters in portal/auth.py call them during a lo
   whether its e-mail claims count as verified. A netid taken from an e-mail claim needs the IdP to say
   the address is verified (``email_verified``). An eduPersonScopedAffiliation counts only in a scope
   the IdP may assert (so ``staff@other.org`` is not staff).
+- A claim that grants a right counts only from an IdP trusted for that right (``"trusted_for"``, default:
+  nothing): ``"staff"`` for the affiliations and groups that make operations staff, ``"course_roles"`` for the
+  groups of LABQUEUE_GROUP_ROLES. From any other IdP it is ignored (`ignored_claims` says which, for the log),
+  and the sign-in goes on without the right.
 - The provider settings for allauth are built from a small JSON description per IdP
   (see .env.example), so settings.py stays declarative.
 """
@@ -59,6 +63,10 @@ DEFAULT_NETID_PATTERN = r"^([^@]+)@example\.edu$"
 POSIX_NAME_RE = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 ROLES = ("student", "ta", "instructor")
 ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}
+#: The rights an IdP's claims may grant when its ``"trusted_for"`` names them: the staff flag (eduPersonAffiliation,
+#: eduPersonScopedAffiliation, isMemberOf, eduPersonEntitlement or an OIDC groups claim named in
+#: LABQUEUE_STAFF_AFFILIATIONS / LABQUEUE_STAFF_GROUPS) and course roles (the groups of LABQUEUE_GROUP_ROLES).
+TRUSTS = ("staff", "course_roles")
 
 
 class IdentityRefused(Exception):
@@ -89,6 +97,8 @@ class IdpTrust:
     netid_scopes: frozenset[str] = frozenset()
     #: Its e-mail claims are verified even without an ``email_verified`` claim (a SAML IdP's campus mail).
     email_verified: bool = False
+    #: The rights (of TRUSTS) its claims may grant; empty: it says who someone is, and nothing more.
+    trusted_for: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,8 @@ class Identity:
     last_name: str = ""
     affiliations: frozenset[str] = frozenset()
     groups: frozenset[str] = frozenset()
+    #: The rights the IdP that vouched for this identity is trusted to grant (IdpTrust.trusted_for).
+    trusted_for: frozenset[str] = frozenset()
 
 
 def _as_list(value) -> list[str]:
@@ -187,20 +199,32 @@ def identity_from_claims(claims: Mapping[str, list[str]], rules: SsoRules, trust
         last_name=first("family_name"),
         affiliations=frozenset(item.lower() for item in [*claims.get("affiliation", []), *scoped_affiliations]),
         groups=frozenset(claims.get("groups", [])),
+        trusted_for=trust.trusted_for,
     )
 
 
+def _staff_claims(identity: Identity, rules: SsoRules) -> list[str]:
+    """The affiliations and groups of `identity` that the settings say make operations staff."""
+    return sorted(identity.affiliations & rules.staff_affiliations) + sorted(identity.groups & rules.staff_groups)
+
+
+def _role_groups(identity: Identity, rules: SsoRules) -> list[str]:
+    """The groups of `identity` that the settings map to a course role."""
+    return sorted(identity.groups & rules.group_roles.keys())
+
+
 def is_staff_identity(identity: Identity, rules: SsoRules) -> bool:
-    """Operations staff: an affiliation or group that the settings name."""
-    return bool(identity.affiliations & rules.staff_affiliations or identity.groups & rules.staff_groups)
+    """Operations staff: an affiliation or group that the settings name, from an IdP trusted for "staff"."""
+    return "staff" in identity.trusted_for and bool(_staff_claims(identity, rules))
 
 
 def course_roles_from_groups(identity: Identity, rules: SsoRules) -> dict[str, str]:
-    """Course slug -> role from the IdP groups; the highest role wins when several groups map to a course."""
+    """Course slug -> role from the IdP groups, from an IdP trusted for "course_roles" (else none); the highest
+    role wins when several groups map to a course."""
+    if "course_roles" not in identity.trusted_for:
+        return {}
     roles: dict[str, str] = {}
-    for group in sorted(identity.groups):
-        if group not in rules.group_roles:
-            continue
+    for group in _role_groups(identity, rules):
         slug, role = rules.group_roles[group]
         if slug not in roles or ROLE_RANK[role] > ROLE_RANK[roles[slug]]:
             roles[slug] = role
@@ -216,6 +240,23 @@ def parse_group_roles(raw: Mapping[str, str]) -> dict[str, tuple[str, str]]:
             raise ValueError(f"group mapping {group!r}: want 'course-slug:role' with a role in {ROLES}, got {target!r}")
         parsed[group] = (slug, role)
     return parsed
+
+
+def ignored_claims(identity: Identity, rules: SsoRules) -> dict[str, list[str]]:
+    """Right -> the claims that would have granted it, for each right the IdP is not trusted for: these grant
+    nothing (is_staff_identity, course_roles_from_groups), and the login says so in the log."""
+    wanted = {"staff": _staff_claims(identity, rules), "course_roles": _role_groups(identity, rules)}
+    return {right: claims for right, claims in wanted.items() if claims and right not in identity.trusted_for}
+
+
+def parse_trusted_for(value: object) -> list[str]:
+    """An IdP entry's ``"trusted_for"`` (a right of TRUSTS or a list of them), checked: a misspelt right must
+    stop the start, not silently trust the IdP for less (or, read loosely, for more) than the operator meant."""
+    rights = [str(item).strip() for item in _as_list(value)]
+    unknown = [right for right in rights if right not in TRUSTS]
+    if unknown:
+        raise ValueError(f"trusted_for: unknown {unknown!r}; an IdP may be trusted for {list(TRUSTS)}")
+    return sorted(set(rights))
 
 
 def rules_from_settings(settings) -> SsoRules:
@@ -234,6 +275,8 @@ def idp_trust(app_settings: Mapping) -> IdpTrust:
     return IdpTrust(
         netid_scopes=frozenset(scope for scope in scopes if scope),
         email_verified=bool(app_settings.get("email_verified", False)),
+        # Checked when the settings were built; an app made in the admin keeps only the rights it names right.
+        trusted_for=frozenset(str(item).strip() for item in _as_list(app_settings.get("trusted_for"))) & set(TRUSTS),
     )
 
 
@@ -255,12 +298,15 @@ def account_exists(netid: str, check: str, timeout: float = 10) -> bool:
 
 def _trust_settings(item: Mapping) -> dict:
     """What an IdP may vouch for (see `IdpTrust`), kept in its allauth app settings: ``netid_scopes``
-    (a scope or a list of them) and ``email_verified``. allauth reads neither."""
+    (a scope or a list of them), ``email_verified`` and ``trusted_for`` (checked here, so a bad one stops the
+    start). allauth reads none of them."""
     trust = {}
     if item.get("netid_scopes"):
         trust["netid_scopes"] = _as_list(item["netid_scopes"])
     if item.get("email_verified"):
         trust["email_verified"] = True
+    if trusted_for := parse_trusted_for(item.get("trusted_for")):
+        trust["trusted_for"] = trusted_for
     return trust
 
 

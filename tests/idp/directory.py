@@ -1,7 +1,7 @@
 """The test IdPs' people: a JSON file {username: {password, eppn, mail, givenName, sn, affiliation, groups}}.
 
-Optional: scoped_affiliation (eduPersonScopedAffiliation values, e.g. "staff@example.edu") and, for the
-OIDC IdP, email_verified (true unless set)."""
+Optional: scoped_affiliation (eduPersonScopedAffiliation values, e.g. "staff@example.edu"), entitlement
+(eduPersonEntitlement values) and, for the OIDC IdP, email_verified (true unless set)."""
 
 import json
 import os

@@ -7,7 +7,8 @@ import pytest
 from portal import sso
 
 RULES = sso.SsoRules(staff_affiliations=frozenset({"staff"}))
-CAMPUS = sso.IdpTrust(netid_scopes=frozenset({"example.edu"}))
+#: The campus IdP: its names in example.edu, trusted for staff (so "not staff" below is the scope rule's doing).
+CAMPUS = sso.IdpTrust(netid_scopes=frozenset({"example.edu"}), trusted_for=frozenset({"staff"}))
 
 
 def identity(raw: dict, trust: sso.IdpTrust = CAMPUS, rules: sso.SsoRules = RULES) -> sso.Identity:

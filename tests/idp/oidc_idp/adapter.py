@@ -16,6 +16,7 @@ class CampusOIDCAdapter(DefaultOIDCAdapter):
                 eduperson_affiliation=person.get("affiliation", []),
                 eduperson_scoped_affiliation=person.get("scoped_affiliation", []),
                 groups=person.get("groups", []),
+                eduperson_entitlement=person.get("entitlement", []),
             )
         if "email" in scopes and person.get("mail"):
             claims.update(email=person["mail"], email_verified=person.get("email_verified", True))

@@ -15,5 +15,6 @@ class DirectoryProcessor(BaseProcessor):
             "eduPersonAffiliation": person.get("affiliation") or None,
             "eduPersonScopedAffiliation": person.get("scoped_affiliation") or None,
             "isMemberOf": person.get("groups") or None,
+            "eduPersonEntitlement": person.get("entitlement") or None,
         }
         return {name: value for name, value in identity.items() if value}

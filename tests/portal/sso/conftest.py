@@ -95,6 +95,8 @@ GROUP_ROLES = {
     "urn:example.edu:cs101:students": "cs101:student",
     "urn:example.edu:cs101:tas": "cs101:ta",
 }
+#: What both test IdPs are trusted for ("trusted_for" in their entries): they are the campus's own.
+CAMPUS_TRUST = ("staff", "course_roles")
 
 
 @dataclass
@@ -181,7 +183,16 @@ class IdPs:
     saml_cert: str
 
 
-def portal_providers(oidc_url: str, saml_url: str, saml_cert: str, scopes: tuple[str, ...] = ("example.edu",)) -> dict:
+def portal_providers(
+    oidc_url: str,
+    saml_url: str,
+    saml_cert: str,
+    scopes: tuple[str, ...] = ("example.edu",),
+    *,
+    saml_trusted_for: tuple[str, ...] = CAMPUS_TRUST,
+    oidc_trusted_for: tuple[str, ...] = CAMPUS_TRUST,
+) -> dict:
+    """allauth's providers for the two test IdPs, from LABQUEUE_SAML_IDPS / LABQUEUE_OIDC_PROVIDERS-style entries."""
     return socialaccount_providers(
         saml=[
             {
@@ -192,6 +203,7 @@ def portal_providers(oidc_url: str, saml_url: str, saml_cert: str, scopes: tuple
                 "slo_url": f"{saml_url}/idp/slo/redirect/",
                 "x509cert": saml_cert,
                 "netid_scopes": list(scopes),
+                "trusted_for": list(saml_trusted_for),
             }
         ],
         oidc=[
@@ -203,6 +215,7 @@ def portal_providers(oidc_url: str, saml_url: str, saml_cert: str, scopes: tuple
                 "secret": OIDC_CLIENT_SECRET,
                 "uid_field": "sub",
                 "netid_scopes": list(scopes),
+                "trusted_for": list(oidc_trusted_for),
             }
         ],
         netid_claim="eppn",

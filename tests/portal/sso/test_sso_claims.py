@@ -15,12 +15,15 @@ RULES = sso.SsoRules(
         {"a-cs101-tas": "cs101:ta", "b-cs101-students": "cs101:student", "z-cs102-teachers": "cs102:instructor"}
     ),
 )
+#: An IdP trusted for the rights its claims grant ("trusted_for"); tests/security/test_identity_idp_trust.py
+#: covers one that is not.
+TRUSTED = sso.IdpTrust(trusted_for=frozenset(sso.TRUSTS))
 EPPN_OID = "urn:oid:1.3.6.1.4.1.5923.1.1.1.6"
 SCOPED_AFFILIATION_OID = "urn:oid:1.3.6.1.4.1.5923.1.1.1.9"
 
 
 def identity(raw: dict, rules: sso.SsoRules = RULES) -> sso.Identity:
-    return sso.identity_from_claims(sso.canonical_claims(raw), rules)
+    return sso.identity_from_claims(sso.canonical_claims(raw), rules, TRUSTED)
 
 
 def test_null_and_empty_values_count_as_not_sent() -> None:
@@ -52,7 +55,7 @@ def test_scoped_and_plain_affiliations_fold_into_one_lowercased_set() -> None:
     raw["eduPersonAffiliation"] = ["member", "staff"]
 
     claims = sso.canonical_claims(raw)
-    person = sso.identity_from_claims(claims, RULES)
+    person = sso.identity_from_claims(claims, RULES, TRUSTED)
 
     assert claims["affiliation"] == ["member", "staff"]
     assert claims["scoped_affiliation"] == ["Staff@example.edu", "member@example.edu"], "kept whole, to check its scope"

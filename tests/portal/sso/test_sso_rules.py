@@ -11,6 +11,8 @@ RULES = sso.SsoRules(
     staff_groups=frozenset({"urn:example.edu:hpc-admins"}),
     group_roles=sso.parse_group_roles({"urn:example.edu:cs101:tas": "cs101:ta", "cs101-all": "cs101:student"}),
 )
+#: An IdP trusted for the rights its claims grant ("trusted_for").
+TRUSTED = sso.IdpTrust(trusted_for=frozenset(sso.TRUSTS))
 
 SAML_ATTRIBUTES = {
     "urn:oid:1.3.6.1.4.1.5923.1.1.1.6": ["JDoe@example.edu"],
@@ -23,7 +25,7 @@ SAML_ATTRIBUTES = {
 
 
 def test_saml_attributes_become_an_identity_with_a_lowercased_netid():
-    identity = sso.identity_from_claims(sso.claims_from_extra_data("saml", SAML_ATTRIBUTES), RULES)
+    identity = sso.identity_from_claims(sso.claims_from_extra_data("saml", SAML_ATTRIBUTES), RULES, TRUSTED)
     assert identity.netid == "jdoe" and identity.scoped_name == "JDoe@example.edu"
     assert (identity.email, identity.first_name, identity.last_name) == ("jdoe@example.edu", "Jane", "Doe")
     assert identity.affiliations == {"staff", "member"}
@@ -36,7 +38,7 @@ def test_oidc_userinfo_claims_win_over_the_id_token():
         "id_token": {"sub": "1", "eduperson_principal_name": "old@example.edu"},
         "userinfo": {"sub": "1", "eduperson_principal_name": "jdoe@example.edu", "groups": ["x"]},
     }
-    identity = sso.identity_from_claims(sso.claims_from_extra_data("openid_connect", extra), RULES)
+    identity = sso.identity_from_claims(sso.claims_from_extra_data("openid_connect", extra), RULES, TRUSTED)
     assert identity.netid == "jdoe" and identity.groups == {"x"}
     assert not sso.is_staff_identity(identity, RULES)
 

@@ -350,15 +350,24 @@ LABQUEUE_LAB_MAX_GPUS = env_int("LABQUEUE_LAB_MAX_GPUS", 8)
 LABQUEUE_LAB_MAX_DAYS_AHEAD = env_int("LABQUEUE_LAB_MAX_DAYS_AHEAD", 120)
 
 # Ceilings operations staff set on every course policy (courses.selectors.course_ceilings). An instructor's
-# policy cannot exceed them, and `reconcile_associations` never writes more into Slurm. A course can have its
-# own ceilings (CourseCeiling, Django admin, operations staff only). 0 = no ceiling (only for the last three).
+# policy cannot exceed them, and `reconcile_associations` never writes more into Slurm; a course limit left
+# empty gets the ceiling. A course can have its own ceilings (CourseCeiling, Django admin, operations staff
+# only). Each has a safe default; 0 = no ceiling (only for the last three). `manage.py doctor` warns about
+# a ceiling left to its default or set to 0, so a site sets its own.
 LABQUEUE_CEILING_GPUS_PER_JOB = env_int("LABQUEUE_CEILING_GPUS_PER_JOB", 4)
 LABQUEUE_CEILING_CPUS_PER_JOB = env_int("LABQUEUE_CEILING_CPUS_PER_JOB", 32)
 LABQUEUE_CEILING_MEM_MB_PER_JOB = env_int("LABQUEUE_CEILING_MEM_MB_PER_JOB", 128000)
 LABQUEUE_CEILING_MINUTES_PER_JOB = env_int("LABQUEUE_CEILING_MINUTES_PER_JOB", 1440)
-LABQUEUE_CEILING_JOBS_PER_STUDENT = env_int("LABQUEUE_CEILING_JOBS_PER_STUDENT", 0)  # running, and waiting or running
-LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT = env_int("LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT", 0)
-LABQUEUE_CEILING_GPUS_PER_COURSE = env_int("LABQUEUE_CEILING_GPUS_PER_COURSE", 0)
+LABQUEUE_CEILING_JOBS_PER_STUDENT = env_int("LABQUEUE_CEILING_JOBS_PER_STUDENT", 20)  # running, and waiting or running
+LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT = env_int("LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT", 100)
+LABQUEUE_CEILING_GPUS_PER_COURSE = env_int("LABQUEUE_CEILING_GPUS_PER_COURSE", 16)
+#: The ceilings this installation left to their defaults (not in its environment), for `manage.py doctor`.
+LABQUEUE_CEILINGS_DEFAULTED = tuple(
+    f"LABQUEUE_CEILING_{name}"
+    for name in ("GPUS_PER_JOB", "CPUS_PER_JOB", "MEM_MB_PER_JOB", "MINUTES_PER_JOB")
+    + ("JOBS_PER_STUDENT", "GPU_HOURS_PER_STUDENT", "GPUS_PER_COURSE")
+    if not os.environ.get(f"LABQUEUE_CEILING_{name}", "").strip()
+)
 # The QOS and partitions a course policy may name (besides empty: the site's default). Empty list: none.
 LABQUEUE_ALLOWED_QOS = env_list("LABQUEUE_ALLOWED_QOS")
 LABQUEUE_ALLOWED_PARTITIONS = env_list("LABQUEUE_ALLOWED_PARTITIONS", "gpu")

@@ -3,6 +3,7 @@ fails, what to do about it in plain words. Run as the account the web server and
 may read, write and run through sudo is what is being checked.
 
 A check that cannot be done without a test user (`--user NETID`, a student's cluster account) says SKIP.
+A setting the portal can run with but a site should choose itself (a ceiling left to its default) says WARN.
 Every Slurm and munge command goes through slurm.runner (argv lists, timeouts). Nothing here changes the
 portal's data; the job-files check leaves one small job directory, always the same one, under the test
 user's directory in the job root.
@@ -33,7 +34,7 @@ from portal.identity import netid_refusal
 from reports.health import PERIODS_BEHIND, job_sync_last, job_sync_period
 from slurm import runner
 
-OK, FAIL, SKIP = "OK", "FAIL", "SKIP"
+OK, FAIL, SKIP, WARN = "OK", "FAIL", "SKIP", "WARN"
 
 #: The Slurm client tools the portal runs (sinfo: the one sites compare first).
 SLURM_TOOLS = ("sinfo", "sbatch", "squeue", "scancel", "sacct", "sacctmgr", "scontrol")
@@ -71,6 +72,7 @@ def doctor_run(*, user: str | None = None) -> list[Result]:
         ("job files", lambda: _job_files(user)),
         ("static files", _static_files),
         ("beat", _beat),
+        ("ceilings", _ceilings),
     ]
     results = []
     for name, check in checks:
@@ -370,6 +372,33 @@ def _beat() -> Result:
     if age > PERIODS_BEHIND * period:
         return Result("beat", FAIL, f"the job-status sync last finished {age:.0f} s ago; it runs every {period} s", fix)
     return Result("beat", OK, f"the job-status sync finished {age:.0f} s ago (every {period} s)")
+
+
+def _ceilings() -> Result:
+    """The site's ceilings on course policies: each one this site chose, none missing (0)."""
+    unbounded = [
+        name
+        for name in ("LABQUEUE_CEILING_JOBS_PER_STUDENT", "LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT")
+        + ("LABQUEUE_CEILING_GPUS_PER_COURSE",)
+        if not getattr(settings, name)
+    ]
+    defaulted = [name for name in settings.LABQUEUE_CEILINGS_DEFAULTED if name not in unbounded]
+    if not unbounded and not defaulted:
+        return Result("ceilings", OK, "every ceiling on course policies (LABQUEUE_CEILING_*) is set for this site")
+    problems = []
+    if unbounded:
+        problems.append(
+            f"no ceiling on {', '.join(unbounded)} (0): an instructor may set any number there, up to 32767 GPUs "
+            "or 2 billion GPU-hours, and Slurm gets it"
+        )
+    if defaulted:
+        shipped = ", ".join(f"{name}={getattr(settings, name)}" for name in defaulted)
+        problems.append(f"{shipped} left to the shipped default, not chosen for this cluster")
+    fix = (
+        "Set each LABQUEUE_CEILING_* in the portal's environment to the most one course may have on this cluster "
+        "(.env.example; a course's own ceiling: Django admin, Course ceilings)."
+    )
+    return Result("ceilings", WARN, "; ".join(problems), fix)
 
 
 def _needs_user(name: str) -> Result:

@@ -37,7 +37,10 @@ def click(client) -> tuple[int, int]:
     return len(page_queries.captured_queries), len(queries.captured_queries)
 
 
-def test_submitting_costs_the_same_statements_for_a_first_job_and_after_a_long_history(client, student, assignment):
+def test_submitting_costs_the_same_statements_for_a_first_job_and_after_a_long_history(
+    client, student, assignment, settings
+):
+    settings.LABQUEUE_CEILING_JOBS_PER_STUDENT = 50  # the history below: 30 running jobs of the student
     Course.objects.update(max_queued_jobs_per_student=50, max_running_jobs_per_student=50)
     client.force_login(student)
     click(client)  # the assignment's first job also records the first version of its script

@@ -19,7 +19,14 @@ from tests.service_account import REPO, free_port, service_argv, service_env, se
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
 STUDENT = "student1"  # a student's cluster account on the lab (scripts/labcluster)
-LINE = re.compile(r"^(OK|FAIL|SKIP)\s+([^:]+): (.*)$")
+LINE = re.compile(r"^(OK|FAIL|SKIP|WARN)\s+([^:]+): (.*)$")
+#: The ceilings an installation sets for its cluster (doctor warns about any left to its default).
+CEILINGS = {
+    f"LABQUEUE_CEILING_{name}": value
+    for name, value in (("GPUS_PER_JOB", "4"), ("CPUS_PER_JOB", "32"), ("MEM_MB_PER_JOB", "128000"))
+    + (("MINUTES_PER_JOB", "1440"), ("JOBS_PER_STUDENT", "20"), ("GPU_HOURS_PER_STUDENT", "100"))
+    + (("GPUS_PER_COURSE", "16"),)
+}
 
 
 def doctor(settings, *args: str, as_root: bool = False, **env: str) -> tuple[int, dict[str, tuple[str, str, str]]]:
@@ -78,7 +85,7 @@ def failed(checks: dict, name: str) -> tuple[str, str]:
 def test_doctor_passes_on_the_lab_as_the_service_account_with_a_test_user(settings, static_root):
     jobs_sync()  # the beat's periodic work has run (a heartbeat)
 
-    status, checks = doctor(settings, "--user", STUDENT, LABQUEUE_STATIC_ROOT=str(static_root))
+    status, checks = doctor(settings, "--user", STUDENT, LABQUEUE_STATIC_ROOT=str(static_root), **CEILINGS)
 
     assert status == 0, checks
     assert {check: result[0] for check, result in checks.items()} == {
@@ -93,6 +100,7 @@ def test_doctor_passes_on_the_lab_as_the_service_account_with_a_test_user(settin
         "job files": "OK",
         "static files": "OK",
         "beat": "OK",
+        "ceilings": "OK",
     }
     assert checks["job files"][1].endswith(
         f"made by the helper as {STUDENT}: the portal reads it but cannot write to it, other accounts cannot"

@@ -1,6 +1,4 @@
 import json
-import re
-import uuid
 from datetime import timedelta
 
 from django import forms
@@ -11,7 +9,7 @@ from django.utils import timezone
 from courses.hints import pattern_problem
 from courses.models import Assignment, Course, Hint
 from courses.policy import CEILING_FIELDS, Ceilings, ceiling_problems, resource_problems
-from courses.scripting import PORTAL_FILE_NAMES, Resources, validate_schema, validate_template, validate_values
+from courses.scripting import PORTAL_FILE_NAMES, Resources, validate_schema, validate_template
 
 PARAMETERS_HELP = (
     "A JSON list. Each parameter becomes a shell variable in the script. Types: int and float "
@@ -93,102 +91,6 @@ class AssignmentForm(forms.ModelForm):
         return data
 
 
-class MultipleFileInput(forms.ClearableFileInput):
-    allow_multiple_selected = True
-
-
-class MultipleFileField(forms.FileField):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("widget", MultipleFileInput())
-        super().__init__(*args, **kwargs)
-
-    def clean(self, data, initial=None):
-        if isinstance(data, (list, tuple)):
-            return [super(MultipleFileField, self).clean(item, initial) for item in data]
-        return [super().clean(data, initial)] if data else []
-
-
-def new_submission_key() -> str:
-    """A one-time key for one showing of the submission form: the same form sent twice gives one job."""
-    return uuid.uuid4().hex
-
-
-def submission_key(raw: str) -> str:
-    """The form's key when it is one the portal could have made, else blank (then nothing is de-duplicated)."""
-    return raw if re.fullmatch(r"[0-9a-f]{32}", raw) else ""
-
-
-class SubmissionForm(forms.Form):
-    """A job request for an assignment: a field per parameter, resources, dataset, uploads."""
-
-    gpus = forms.IntegerField(label="GPUs", min_value=0)
-    cpus = forms.IntegerField(label="CPUs", min_value=1)
-    mem_mb = forms.IntegerField(label="Memory (MB)", min_value=100)
-    minutes = forms.IntegerField(label="Wall time (minutes)", min_value=1)
-    uploads = MultipleFileField(required=False, label="Files for the job's directory")
-
-    def __init__(self, *args, assignment: Assignment, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.assignment = assignment
-        course = assignment.course
-        self.fields["gpus"].max_value = None
-        for name, value in assignment.default_resources.items():
-            self.fields[name].initial = value
-        self.fields["gpus"].help_text = f"At most {course.max_gpus_per_job} in this course."
-        self.fields["cpus"].help_text = f"At most {course.max_cpus_per_job}."
-        self.fields["mem_mb"].help_text = f"At most {course.max_mem_mb_per_job} MB."
-        self.fields["minutes"].help_text = f"At most {course.max_minutes_per_job} minutes."
-        self.parameter_names = []
-        for spec in assignment.parameters:
-            self.fields[f"param_{spec['name']}"] = _parameter_field(spec)
-            self.parameter_names.append(spec["name"])
-        datasets = list(assignment.datasets.all())
-        if datasets:
-            self.fields["dataset"] = forms.ChoiceField(
-                choices=[(str(d.pk), d.name) for d in datasets],
-                help_text="Approved data sets for this assignment; the path is in $DATASET.",
-            )
-        self.fields[
-            "uploads"
-        ].help_text = f"Optional. Up to {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB in all."
-
-    def parameter_fields(self) -> list:
-        return [self[f"param_{name}"] for name in self.parameter_names]
-
-    def resource_fields(self) -> list:
-        return [self[name] for name in ("gpus", "cpus", "mem_mb", "minutes")]
-
-    def clean_uploads(self) -> list:
-        uploads = self.cleaned_data.get("uploads") or []
-        if sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
-            raise ValidationError(
-                f"The files add up to more than {settings.LABQUEUE_UPLOAD_MAX_BYTES // (1024 * 1024)} MB."
-            )
-        for upload in uploads:
-            if problem := upload_name_problem(upload.name):
-                raise ValidationError(problem)
-        return uploads
-
-    def clean(self) -> dict:
-        data = super().clean()
-        raw = {name: data[f"param_{name}"] for name in self.parameter_names if f"param_{name}" in data}
-        if len(raw) == len(self.parameter_names):
-            try:
-                data["values"] = validate_values(self.assignment.parameters, raw)
-            except ValidationError as error:
-                for name, messages in error.message_dict.items():
-                    self.add_error(f"param_{name}" if name in self.parameter_names else None, messages)
-        if all(key in data for key in ("gpus", "cpus", "mem_mb", "minutes")):
-            data["resources"] = Resources(data["gpus"], data["cpus"], data["mem_mb"], data["minutes"])
-            for field, message in resource_problems(course=self.assignment.course, resources=data["resources"]).items():
-                self.add_error(field, message)
-        if "dataset" in self.fields and data.get("dataset"):
-            data["dataset"] = self.assignment.datasets.get(pk=int(data["dataset"]))
-        else:
-            data["dataset"] = None
-        return data
-
-
 def upload_name_problem(name: str) -> str | None:
     """Why a file cannot be copied into a job directory under this name, or None."""
     if name in PORTAL_FILE_NAMES:
@@ -208,18 +110,6 @@ def _safe_upload_name(name: str) -> bool:
         and all(ord(ch) >= 32 for ch in name)
         and len(name) <= 200
     )
-
-
-def _parameter_field(spec: dict) -> forms.Field:
-    label = spec.get("label") or spec["name"]
-    common = {"label": label, "help_text": spec.get("help", ""), "initial": spec["default"]}
-    if spec["type"] == "int":
-        return forms.IntegerField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
-    if spec["type"] == "float":
-        return forms.FloatField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
-    if spec["type"] == "choice":
-        return forms.ChoiceField(choices=[(c, c) for c in spec["choices"]], **common)
-    return forms.CharField(max_length=200, strip=False, required=False, **common)
 
 
 class HintForm(forms.ModelForm):

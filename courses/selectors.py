@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from courses.models import Assignment, AssignmentVersion, Course, CourseCeiling, Enrollment, LabSession, Role
 from courses.policy import Ceilings, held_to_ceilings
+from courses.scripting import Resources, default_values, render_script, script_diff
 
 
 def enrollment_list(*, user) -> QuerySet[Enrollment]:
@@ -109,6 +110,33 @@ def assignment_version_latest(*, assignment: Assignment) -> AssignmentVersion | 
 
 def assignment_version_list(*, assignment: Assignment) -> QuerySet[AssignmentVersion]:
     return AssignmentVersion.objects.filter(assignment=assignment).select_related("author").order_by("-number")
+
+
+def assignment_preview(*, assignment: Assignment) -> str:
+    """The batch script the portal submits for the assignment's default values (for course staff)."""
+    dataset = assignment.datasets.first() if assignment.pk else None
+    return render_script(
+        body=assignment.script_template,
+        values=default_values(assignment.parameters),
+        resources=Resources(**assignment.default_resources),
+        dataset_path=dataset.path if dataset else "",
+        label=f"{assignment.course.code}: {assignment.title}",
+    )
+
+
+def assignment_versions(*, assignment: Assignment) -> dict:
+    """The kept script versions (newest first) and the diff of the last change, for course staff."""
+    versions = list(assignment_version_list(assignment=assignment)[:20])
+    diff = ""
+    if len(versions) > 1:
+        new, old = versions[0], versions[1]
+        diff = script_diff(
+            old.script_template,
+            new.script_template,
+            old_label=f"version {old.number}",
+            new_label=f"version {new.number} ({new.author or 'unknown'})",
+        )
+    return {"versions": versions, "version_diff": diff}
 
 
 def course_within_ceilings(*, course: Course) -> Course:

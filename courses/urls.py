@@ -19,11 +19,6 @@ urlpatterns = [
     ),
     path("courses/<slug:slug>/hints/<int:hint_id>/delete/", views.hint_delete, name="hint-delete"),
     path(
-        "courses/<slug:slug>/assignments/<slug:assignment_slug>/",
-        views.assignment_detail,
-        name="assignment-detail",
-    ),
-    path(
         "courses/<slug:slug>/assignments/<slug:assignment_slug>/edit/",
         views.assignment_edit,
         name="assignment-edit",

@@ -5,38 +5,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.forms import (
-    AssignmentForm,
-    HintForm,
-    RosterConfirmForm,
-    RosterUploadForm,
-    SubmissionForm,
-    new_submission_key,
-)
+from courses.forms import AssignmentForm, HintForm, RosterConfirmForm, RosterUploadForm
 from courses.models import STAFF_ROLES, Assignment, Role
 from courses.roster import roster_plan
-from courses.scripting import Resources, default_values, render_script, script_diff
 from courses.selectors import (
     assignment_get,
     assignment_list,
-    assignment_version_list,
+    assignment_preview,
     course_get_for_user,
     enrollment_list,
     lab_session_next,
     roster_current,
 )
 from courses.services import assignment_save, roster_confirm
-
-
-def _preview(assignment) -> str:
-    dataset = assignment.datasets.first() if assignment.pk else None
-    return render_script(
-        body=assignment.script_template,
-        values=default_values(assignment.parameters),
-        resources=Resources(**assignment.default_resources),
-        dataset_path=dataset.path if dataset else "",
-        label=f"{assignment.course.code}: {assignment.title}",
-    )
 
 
 @require_GET
@@ -58,41 +39,6 @@ def course_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "courses/course_detail.html", {**context, "is_course_staff": role in STAFF_ROLES})
 
 
-@require_GET
-@login_required
-def assignment_detail(request: HttpRequest, slug: str, assignment_slug: str) -> HttpResponse:
-    course, role = course_get_for_user(user=request.user, slug=slug)
-    assignment = assignment_get(course=course, slug=assignment_slug)
-    context = {
-        "course": course,
-        "role": role,
-        "assignment": assignment,
-        "form": SubmissionForm(assignment=assignment),
-        "submission_key": new_submission_key(),
-        "preview": _preview(assignment) if role in STAFF_ROLES else "",
-        "can_edit": role == Role.INSTRUCTOR,
-        "next_lab": lab_session_next(course=course),
-    }
-    if role in STAFF_ROLES:
-        context.update(_versions(assignment))
-    return render(request, "courses/assignment_detail.html", context)
-
-
-def _versions(assignment: Assignment) -> dict:
-    """The kept script versions (newest first) and the diff of the last change, for course staff."""
-    versions = list(assignment_version_list(assignment=assignment)[:20])
-    diff = ""
-    if len(versions) > 1:
-        new, old = versions[0], versions[1]
-        diff = script_diff(
-            old.script_template,
-            new.script_template,
-            old_label=f"version {old.number}",
-            new_label=f"version {new.number} ({new.author or 'unknown'})",
-        )
-    return {"versions": versions, "version_diff": diff}
-
-
 @require_http_methods(["GET", "POST"])
 @login_required
 def assignment_edit(request: HttpRequest, slug: str, assignment_slug: str | None = None) -> HttpResponse:
@@ -104,7 +50,7 @@ def assignment_edit(request: HttpRequest, slug: str, assignment_slug: str | None
     if request.method == "POST" and form.is_valid():
         fields = {k: v for k, v in form.cleaned_data.items() if k not in ("datasets", "starter_file")}
         if "preview" in request.POST:
-            preview = _preview(form.save(commit=False))
+            preview = assignment_preview(assignment=form.save(commit=False))
         else:
             saved = assignment_save(
                 course=course,
@@ -115,7 +61,7 @@ def assignment_edit(request: HttpRequest, slug: str, assignment_slug: str | None
                 actor=request.user,
             )
             messages.success(request, f"Saved “{saved.title}”. This is the script students' jobs will run.")
-            return redirect("courses:assignment-detail", slug=course.slug, assignment_slug=saved.slug)
+            return redirect("jobs:assignment-detail", slug=course.slug, assignment_slug=saved.slug)
     context = {"course": course, "form": form, "assignment": assignment, "preview": preview}
     return render(request, "courses/assignment_form.html", context)
 

@@ -9,21 +9,18 @@ unless the student unticks them or chooses a replacement of the same name.
 from pathlib import Path
 from uuid import UUID
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from courses.forms import new_submission_key, submission_key
 from jobs.explanations import explain
-from jobs.forms import ResubmitForm
+from jobs.forms import ResubmitForm, new_submission_key, submission_key
 from jobs.models import Job
 from jobs.selectors import job_get_for_user, job_script_change, job_version_change
 from jobs.services import job_enrollment_check, job_resubmit
-from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
+from jobs.uploads import uploads_kept, uploads_send
 from jobs.workdir import staging_dir
 
 
@@ -40,45 +37,30 @@ def job_resubmit_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     token = request.POST.get("upload_token", "")
     key = submission_key(request.POST.get("submission_key", ""))
     if posted:
-        valid = form.is_valid()
-        new_uploads = form.cleaned_data.get("uploads") or []
-        if valid:
-            new = _resubmit(request, job, form, staged=staged, token=token, key=key, new_uploads=new_uploads)
-            if new is not None:
-                messages.success(request, f"Attempt {new.attempt} submitted. This page updates by itself.")
-                return redirect("jobs:job-detail", job_uuid=new.uuid)
-        if new_uploads or token:
-            token = uploads_keep(session=request.session, uploads=new_uploads, token=token)
+        new, token = uploads_send(
+            session=request.session,
+            form=form,
+            token=token,
+            kept=_kept_files(request, form, staged=staged, token=token),
+            too_large="With the files kept, the files are over the size limit: untick some.",
+            send=lambda uploads: job_resubmit(
+                job=job, user=request.user, submission_key=key, uploads=uploads, **form.job_request()
+            ),
+        )
+        if new is not None:
+            messages.success(request, f"Attempt {new.attempt} submitted. This page updates by itself.")
+            return redirect("jobs:job-detail", job_uuid=new.uuid)
     context = _context(request, job, form, token=token, key=key or new_submission_key())
     return render(request, "jobs/job_resubmit.html", context, status=400 if posted else 200)
 
 
-def _resubmit(request, job: Job, form: ResubmitForm, *, staged, token: str, key: str, new_uploads) -> Job | None:
-    """The new job, or None with the reason on the form (nothing the student typed or chose is lost)."""
-    pending = uploads_kept(session=request.session, token=token)  # chosen in an earlier, refused try
+def _kept_files(request, form: ResubmitForm, *, staged: list[Path], token: str) -> list[Path]:
+    """The attempt's files the student left ticked, and those chosen on an earlier refused try (which win
+    over the attempt's file of the same name)."""
+    pending = uploads_kept(session=request.session, token=token)
     replaced = {path.name for path in pending}
-    keep = set(form.cleaned_data["keep"])
-    kept = [path for path in staged if path.name in keep and path.name not in replaced] + pending
-    with uploads_merged(kept=kept, new=new_uploads) as uploads:
-        if sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
-            form.add_error("uploads", "With the files kept, the files are over the size limit: untick some.")
-            return None
-        data = form.cleaned_data
-        try:
-            new = job_resubmit(
-                job=job,
-                user=request.user,
-                submission_key=key,
-                values=data["values"],
-                resources=data["resources"],
-                dataset=data["dataset"],
-                uploads=uploads,
-            )
-        except ValidationError as error:
-            form.add_error(None, error)
-            return None
-    uploads_forget(session=request.session, token=token)
-    return new
+    keep = set(form.cleaned_data.get("keep") or []) if form.is_valid() else set()
+    return [path for path in staged if path.name in keep and path.name not in replaced] + pending
 
 
 def _staged_files(job: Job) -> list[Path]:

@@ -8,15 +8,18 @@ session that kept them may use it. Once that session has ended nobody can, and t
 
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 
 SESSION_KEY = "labqueue_upload_tokens"
+T = TypeVar("T")
 
 
 def kept_root() -> Path:
@@ -62,6 +65,33 @@ def uploads_merged(*, kept: list[Path], new: list[UploadedFile]) -> Iterator[lis
 
 
 uploads_merged = contextmanager(uploads_merged)
+
+
+def uploads_send(*, session, form, token: str, kept: list[Path], too_large: str, send: Callable[[list[File]], T]):
+    """Send a job request with its files, or keep them for the next try: submitting and resubmitting.
+
+    `form` has been bound; `kept` are files chosen before (on a refused try, or an attempt's own); `send`
+    gets every file (a new one replacing a kept one of its name) and makes the job, or raises
+    ValidationError. Returns the job and the token; when it is refused (the reason is on the form, or
+    `too_large` when all the files together are over the size limit) the job is None and the files just
+    chosen are kept under the returned token, so nothing chosen is lost.
+    """
+    valid = form.is_valid()
+    new = form.cleaned_data.get("uploads") or []
+    with uploads_merged(kept=kept, new=new) as uploads:
+        if valid and sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
+            form.add_error("uploads", too_large)
+        elif valid:
+            try:
+                job = send(uploads)
+            except ValidationError as error:
+                form.add_error(None, error)
+            else:
+                uploads_forget(session=session, token=token)
+                return job, token
+    if new or token:
+        token = uploads_keep(session=session, uploads=new, token=token)
+    return None, token
 
 
 def uploads_forget(*, session, token: str) -> None:

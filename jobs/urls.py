@@ -1,12 +1,16 @@
-from django.urls import path
+from django.urls import include, path
+from django.views.decorators.http import require_POST
 
 from jobs import file_views, list_views, notification_views, resubmit_views, views
 
 app_name = "jobs"
 
-urlpatterns = [
+# Under /jobs/ (portal/urls.py includes this module at the site's root for the assignment page below).
+job_patterns = [
     path("", list_views.job_list_view, name="job-list"),
-    path("submit/<slug:slug>/<slug:assignment_slug>/", views.job_create, name="job-create"),
+    # The address the assignment page's form posted to before it posted to the page itself (a form opened
+    # before an upgrade still arrives): the same view, POST only.
+    path("submit/<slug:slug>/<slug:assignment_slug>/", require_POST(views.job_request), name="job-create"),
     path("course/<slug:slug>/", list_views.course_jobs, name="course-jobs"),
     path("course/<slug:slug>/jobs.csv", list_views.course_jobs_csv, name="course-jobs-csv"),
     path("course/<slug:slug>/failed/", list_views.course_failures, name="course-failures"),
@@ -26,4 +30,10 @@ urlpatterns = [
     path("<uuid:job_uuid>/view/<path:path>", file_views.job_file_view, name="job-file-view"),
     path("<uuid:job_uuid>/image/<path:path>", file_views.job_file_image, name="job-file-image"),
     path("<uuid:job_uuid>/download.zip", views.job_zip, name="job-zip"),
+]
+
+urlpatterns = [
+    # A job request's one home: the assignment page shows the submission form and sends it (jobs.views).
+    path("courses/<slug:slug>/assignments/<slug:assignment_slug>/", views.job_request, name="assignment-detail"),
+    path("jobs/", include(job_patterns)),
 ]

@@ -12,12 +12,17 @@ from django.shortcuts import redirect, render
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.forms import SubmissionForm, new_submission_key, submission_key
-from courses.models import Role
-from courses.selectors import assignment_get, course_get_for_user
+from courses.models import STAFF_ROLES, Role
+from courses.selectors import (
+    assignment_get,
+    assignment_preview,
+    assignment_versions,
+    course_get_for_user,
+    lab_session_next,
+)
 from jobs import files
 from jobs.explanations import explain, hint_messages, status_text
-from jobs.forms import NoteForm, RetryForm
+from jobs.forms import NoteForm, RetryForm, SubmissionForm, new_submission_key, submission_key
 from jobs.live import job_live_etag, job_out_of_date
 from jobs.models import Job
 from jobs.selectors import (
@@ -37,7 +42,7 @@ from jobs.services import (
     job_submit,
     retry_suggestion,
 )
-from jobs.uploads import uploads_forget, uploads_keep, uploads_kept, uploads_merged
+from jobs.uploads import uploads_kept, uploads_send
 
 LOG_PAGE_BYTES = 64 * 1024
 FILES_PURGED = (
@@ -47,43 +52,53 @@ FILES_PURGED = (
 PAGE_RE = re.compile(r"[0-9]+")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
-def job_create(request: HttpRequest, slug: str, assignment_slug: str) -> HttpResponse:
-    course, role = _course_for_submit(request, slug)
+def job_request(request: HttpRequest, slug: str, assignment_slug: str) -> HttpResponse:
+    """The assignment page and the job request it sends: GET shows the submission form, POST submits it. A
+    refused request shows the same page (400) with what was typed, the files kept and why."""
+    posted = request.method == "POST"
+    course, role = _course_for_submit(request, slug) if posted else course_get_for_user(user=request.user, slug=slug)
     assignment = assignment_get(course=course, slug=assignment_slug)
-    form = SubmissionForm(request.POST, request.FILES, assignment=assignment)
+    form = SubmissionForm(request.POST if posted else None, request.FILES if posted else None, assignment=assignment)
     token = request.POST.get("upload_token", "")
-    valid = form.is_valid()
-    new_uploads = form.cleaned_data.get("uploads") or []
-    with uploads_merged(kept=uploads_kept(session=request.session, token=token), new=new_uploads) as uploads:
-        if valid and sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
-            form.add_error("uploads", "With the files kept from your last try, the files are over the size limit.")
-        elif valid:
-            data = form.cleaned_data
-            try:
-                job = job_submit(
-                    user=request.user,
-                    submission_key=submission_key(request.POST.get("submission_key", "")),
-                    assignment=assignment,
-                    values=data["values"],
-                    resources=data["resources"],
-                    dataset=data["dataset"],
-                    uploads=uploads,
-                )
-            except ValidationError as error:
-                form.add_error(None, error)
-            else:
-                uploads_forget(session=request.session, token=token)
-                messages.success(request, "Job submitted. This page updates by itself.")
-                return redirect("jobs:job-detail", job_uuid=job.uuid)
-    if new_uploads or token:
-        token = uploads_keep(session=request.session, uploads=new_uploads, token=token)
-    context = {"course": course, "role": role, "assignment": assignment, "form": form, "upload_token": token}
-    context["submission_key"] = submission_key(request.POST.get("submission_key", "")) or new_submission_key()
-    context["kept_uploads"] = [path.name for path in uploads_kept(session=request.session, token=token)]
-    context["can_edit"] = role == Role.INSTRUCTOR
-    return render(request, "courses/assignment_detail.html", context, status=400)
+    key = submission_key(request.POST.get("submission_key", ""))
+    if posted:
+        job, token = uploads_send(
+            session=request.session,
+            form=form,
+            token=token,
+            kept=uploads_kept(session=request.session, token=token),
+            too_large="With the files kept from your last try, the files are over the size limit.",
+            send=lambda uploads: job_submit(
+                user=request.user, submission_key=key, assignment=assignment, uploads=uploads, **form.job_request()
+            ),
+        )
+        if job is not None:
+            messages.success(request, "Job submitted. This page updates by itself.")
+            return redirect("jobs:job-detail", job_uuid=job.uuid)
+    context = job_request_context(request, assignment=assignment, role=role, form=form, token=token, key=key)
+    return render(request, "courses/assignment_detail.html", context, status=400 if posted else 200)
+
+
+def job_request_context(request: HttpRequest, *, assignment, role: str, form, token: str, key: str) -> dict:
+    """What the assignment page shows, the same whether it is shown first or after a refused request."""
+    course = assignment.course
+    context = {
+        "course": course,
+        "role": role,
+        "assignment": assignment,
+        "form": form,
+        "submission_key": key or new_submission_key(),
+        "upload_token": token,
+        "kept_uploads": [path.name for path in uploads_kept(session=request.session, token=token)],
+        "can_edit": role == Role.INSTRUCTOR,
+        "next_lab": lab_session_next(course=course),
+        "preview": assignment_preview(assignment=assignment) if role in STAFF_ROLES else "",
+    }
+    if role in STAFF_ROLES:
+        context.update(assignment_versions(assignment=assignment))
+    return context
 
 
 def _course_for_submit(request: HttpRequest, slug: str):

@@ -14,8 +14,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The staff drift page's old address (it was in jobs as the "Slurm policy sync").
     path("jobs/slurm-sync/", RedirectView.as_view(pattern_name="clusterpolicy:associations", permanent=True)),
-    path("jobs/", include("jobs.urls")),
     path("cluster/", include("clusterpolicy.urls")),
     path("reports/", include("reports.urls")),
     path("", include("courses.urls")),
+    # /jobs/..., and the assignment pages (a job request's home), after courses: "assignments/new/" is theirs.
+    path("", include("jobs.urls")),
 ]

@@ -87,7 +87,7 @@ def test_an_instructor_creates_an_assignment_and_lands_on_its_page(client, instr
     client.force_login(instructor)
     response = client.post(create_url(), form_data())
     assert response.status_code == 302
-    assert response["Location"] == reverse("courses:assignment-detail", args=["cs101", "cnn"])
+    assert response["Location"] == reverse("jobs:assignment-detail", args=["cs101", "cnn"])
     assignment = Assignment.objects.get()
     assert (assignment.course.slug, assignment.slug, assignment.title) == ("cs101", "cnn", "Train a CNN")
     assert assignment.script_template == BODY.rstrip("\n")
@@ -256,7 +256,7 @@ def test_an_instructor_edits_an_existing_assignment(client, instructor, assignme
     data = form_data(slug="hello", title="Hello again", minutes="15", parameters=json.dumps(PARAMETERS))
     response = client.post(edit_url(), data)
     assert response.status_code == 302
-    assert response["Location"] == reverse("courses:assignment-detail", args=["cs101", "hello"])
+    assert response["Location"] == reverse("jobs:assignment-detail", args=["cs101", "hello"])
     assignment.refresh_from_db()
     assert (assignment.title, assignment.minutes, assignment.script_template) == ("Hello again", 15, BODY.rstrip("\n"))
     assert Assignment.objects.count() == 1
@@ -265,7 +265,7 @@ def test_an_instructor_edits_an_existing_assignment(client, instructor, assignme
 def test_an_instructor_renames_the_slug_of_an_assignment(client, instructor, assignment):
     client.force_login(instructor)
     response = client.post(edit_url(), form_data(slug="hello-v2"))
-    assert response["Location"] == reverse("courses:assignment-detail", args=["cs101", "hello-v2"])
+    assert response["Location"] == reverse("jobs:assignment-detail", args=["cs101", "hello-v2"])
     assignment.refresh_from_db()
     assert assignment.slug == "hello-v2"
 

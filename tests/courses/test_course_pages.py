@@ -35,7 +35,7 @@ def course_url(slug: str = "cs101") -> str:
 
 
 def assignment_url(slug: str = "cs101", assignment_slug: str = "hello") -> str:
-    return reverse("courses:assignment-detail", args=[slug, assignment_slug])
+    return reverse("jobs:assignment-detail", args=[slug, assignment_slug])
 
 
 def page_text(response) -> str:
@@ -130,7 +130,7 @@ def test_a_student_sees_the_submission_form(client, student, assignment):
     response = client.get(assignment_url())
     assert response.status_code == 200
     content = response.content.decode()
-    assert f'action="{reverse("jobs:job-create", args=["cs101", "hello"])}"' in content
+    assert f'action="{assignment_url()}"' in content, "the page posts to itself"
     assert 'name="param_EPOCHS"' in content
     assert 'name="gpus"' in content
     assert "Submit job" in content
@@ -207,9 +207,13 @@ def test_anonymous_visitors_of_an_assignment_are_sent_to_log_in(client, assignme
 
 
 @pytest.mark.parametrize("method", ["post", "put", "delete"])
-@pytest.mark.parametrize(
-    "url", [lambda: reverse("courses:course-list"), course_url, assignment_url], ids=["list", "course", "assignment"]
-)
+@pytest.mark.parametrize("url", [lambda: reverse("courses:course-list"), course_url], ids=["list", "course"])
 def test_the_pages_only_answer_get(client, student, assignment, method, url):
     client.force_login(student)
     assert getattr(client, method)(url()).status_code == 405
+
+
+@pytest.mark.parametrize("method", ["put", "delete"])
+def test_the_assignment_page_answers_get_and_its_forms_post_only(client, student, assignment, method):
+    client.force_login(student)
+    assert getattr(client, method)(assignment_url()).status_code == 405

@@ -124,7 +124,7 @@ def test_budget_use_counts_only_the_students_own_jobs_in_the_course(client, stud
     past_job(student, assignment, gpus=4, hours=1)
     past_job(classmate, assignment, gpus=4, hours=2)
     client.force_login(student)
-    page = client.get(reverse("courses:assignment-detail", args=["cs101", "hello"])).content.decode()
+    page = client.get(reverse("jobs:assignment-detail", args=["cs101", "hello"])).content.decode()
     assert "GPU-hour budget in CS101: used 4.0 of 10, 6.0 remaining." in page
     listing = client.get(reverse("jobs:job-list")).content.decode()
     assert "used 4.0 of 10, 6.0 remaining" in listing
@@ -132,7 +132,7 @@ def test_budget_use_counts_only_the_students_own_jobs_in_the_course(client, stud
 
 def test_without_a_budget_no_budget_line_is_shown(client, student, assignment):
     client.force_login(student)
-    assert b"GPU-hour budget" not in client.get(reverse("courses:assignment-detail", args=["cs101", "hello"])).content
+    assert b"GPU-hour budget" not in client.get(reverse("jobs:assignment-detail", args=["cs101", "hello"])).content
 
 
 # --- The policy page ---
@@ -212,5 +212,5 @@ def test_budget_use_includes_the_time_so_far_of_running_jobs(client, student, as
     running = past_job(student, assignment, gpus=2, hours=0, status=Status.RUNNING)
     Job.objects.filter(pk=running.pk).update(elapsed_seconds=None, started_at=timezone.now() - timedelta(hours=1.5))
     client.force_login(student)
-    page = client.get(reverse("courses:assignment-detail", args=["cs101", "hello"])).content.decode()
+    page = client.get(reverse("jobs:assignment-detail", args=["cs101", "hello"])).content.decode()
     assert "GPU-hour budget in CS101: used 4.0 of 10, 6.0 remaining." in page

@@ -129,7 +129,7 @@ def test_students_see_when_the_next_lab_is(client, student, course, assignment):
         f'<time datetime="{end.isoformat()}">{end:%Y-%m-%d %H:%M %Z}</time>'
     )
     assert expected in client.get(reverse("courses:course-detail", args=["cs101"])).content.decode()
-    assert expected in client.get(reverse("courses:assignment-detail", args=["cs101", "hello"])).content.decode()
+    assert expected in client.get(reverse("jobs:assignment-detail", args=["cs101", "hello"])).content.decode()
 
 
 def test_students_see_that_a_lab_is_on_now(client, student, course):

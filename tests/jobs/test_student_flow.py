@@ -20,7 +20,7 @@ def test_a_student_logs_in_submits_a_gpu_job_and_downloads_its_output(client, st
 
     home = client.get("/")
     assert b"CS101" in home.content
-    page = client.get(reverse("courses:assignment-detail", args=["cs101", "hello"]))
+    page = client.get(reverse("jobs:assignment-detail", args=["cs101", "hello"]))
     assert page.status_code == 200
     assert b"Submit job" in page.content
 

@@ -122,7 +122,7 @@ def test_every_saved_version_is_kept_with_its_author_and_time(client, instructor
 
 
 def test_the_student_is_told_the_script_changed_since_their_last_attempt(client, instructor, student, failed_attempt):
-    assignment_url = reverse("courses:assignment-detail", args=["cs101", "train"])
+    assignment_url = reverse("jobs:assignment-detail", args=["cs101", "train"])
     assert 'id="script-changed"' not in page(client, student, assignment_url)
 
     save_assignment(client, instructor, NEW_BODY)
@@ -143,7 +143,7 @@ def test_course_staff_see_the_diff_escaped(client, instructor, ta, failed_attemp
     assert "<b>PWNED</b>" not in job_page
     assert "saved " in job_page and "by Instructor1" in job_page
 
-    assignment_page = page(client, instructor, reverse("courses:assignment-detail", args=["cs101", "train"]))
+    assignment_page = page(client, instructor, reverse("jobs:assignment-detail", args=["cs101", "train"]))
     assert 'id="script-versions"' in assignment_page
     assert "+echo &quot;version two &lt;b&gt;PWNED&lt;/b&gt;" in assignment_page
     assert "<b>PWNED</b>" not in assignment_page

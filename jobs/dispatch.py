@@ -1,7 +1,7 @@
 """Worker side of the job lifecycle: everything that runs a Slurm command for a job.
 
 Only Celery (jobs.tasks) and tests call these; a web request never does. Each status change goes
-through services.job_transition (compare-and-set), so a duplicated or replayed task is harmless.
+through lifecycle.job_transition (compare-and-set), so a duplicated or replayed task is harmless.
 """
 
 import dataclasses
@@ -22,9 +22,9 @@ from courses.scripting import SCRIPT_NAME
 from courses.selectors import course_role
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
+from jobs.lifecycle import job_transition
 from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.selectors import job_starter_files
-from jobs.services import job_transition
 from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_submit
 from portal.identity import netid_refusal
 from portal.logs import job_logging

@@ -2,7 +2,7 @@
 the notifications page), and TAs' and instructors' daily digest of their courses' new failures.
 
 A job that reaches one of those ends enqueues `job_notify` after its status change commits
-(jobs.services.job_transition); the worker's task (jobs.tasks.job_notify) renders and sends the mail. Each
+(jobs.lifecycle.job_transition); the worker's task (jobs.tasks.job_notify) renders and sends the mail. Each
 mail is recorded by a (job, event) row inserted in the same transaction as the sending: a replayed task, or
 two workers at once, find the row (the second waits on the first's insert) and send nothing, and a mail the
 server did not accept leaves no row, so the task's retry sends it. Digests are recorded the same way, one per

@@ -7,8 +7,9 @@ job as it read it; only the status's compare-and-set decides which one moved it:
 
 import pytest
 
+from jobs.lifecycle import job_transition
 from jobs.models import Job, JobEvent, Status
-from jobs.services import job_cancel, job_transition
+from jobs.services import job_cancel
 from tests.conftest import submitted
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from jobs.lifecycle import job_transition
 from jobs.models import Job, JobEvent, Status
-from jobs.services import job_transition
 from jobs.tasks import job_dispatch
 from tests.behaviour_helpers import slurm_cleanup
 from tests.conftest import job_row, submit_form

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 FAIL_THE_JOB = """
 from jobs.models import Job
-from jobs.services import job_transition
+from jobs.lifecycle import job_transition
 job = Job.objects.get(pk={pk})
 print(job_transition(job=job, to="failed", cause="Slurm's accounting reports FAILED, exit code 1."))
 """

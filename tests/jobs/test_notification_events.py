@@ -3,8 +3,8 @@ task mails a real SMTP server what happened, why and what to do."""
 
 from django.urls import reverse
 
+from jobs.lifecycle import job_transition
 from jobs.models import Job, NotificationPreference, Status
-from jobs.services import job_transition
 from jobs.tasks import job_notify
 from tests.conftest import dispatch, job_row, submit_form
 from tests.http_helpers import celery_queue_clear, queued_tasks

@@ -105,44 +105,9 @@ def _job_create(
     with transaction.atomic():
         actor = actor or user
         course = assignment.course
-        job_enrollment_check(user=user, course=course, actor=actor)
-        if not user.netid:
-            raise ValidationError(
-                "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
-                "Ask the course staff to add your cluster username."
-            )
-        limits = course_within_ceilings(course=course)
-        problems = resource_problems(course=limits, resources=resources)
-        if problems:
-            raise ValidationError(list(problems.values()))
-        live = student_live_jobs(user=user, course=course)
-        refusals = submission_problems(
-            course=limits,
-            resources=resources,
-            active_jobs=live,
-            gpu_hours_used=student_gpu_hours(user=user, course=course),
-        )
-        if refusals:
-            raise ValidationError(refusals)
-        used = Job.objects.filter(user=user, assignment=assignment).count()
-        if assignment.max_attempts and used >= assignment.max_attempts:
-            raise ValidationError(
-                f"This assignment allows {assignment.max_attempts} attempts per student and "
-                f"{used} have been used. Ask your instructor if you need another."
-            )
-        if retry_of is not None:
-            version, body = _retried_script(retry_of)
-        else:
-            version = assignment_version_current(assignment=assignment)
-            body = version.script_template
-        if dataset is not None and not _dataset_offered(dataset, version=version, assignment=assignment):
-            raise ValidationError("That data set is not approved for this assignment.")
-        script = render_script(
-            body=body,
-            values=values,
-            resources=resources,
-            dataset_path=dataset.path if dataset else "",
-            label=f"{course.code}: {assignment.title}",
+        limits, live, used = _request_allowed(user=user, assignment=assignment, resources=resources, actor=actor)
+        version, script = _job_script(
+            assignment=assignment, values=values, resources=resources, dataset=dataset, retry_of=retry_of
         )
         job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
         job.gpus, job.cpus, job.mem_mb, job.minutes = (
@@ -163,22 +128,81 @@ def _job_create(
             # The student's how-many-th job of the assignment: the number the attempt cap counts.
             job.resubmit_of, job.attempt = resubmit_of, used + 1
         job.save()
-        if retry_of is not None:
-            cause = f"Retry of attempt {retry_of.attempt}."
-        elif resubmit_of is not None:
-            cause = f"Edited and resubmitted from attempt {resubmit_of.attempt}."
-        else:
-            cause = "Submitted in the portal."
-        if actor.pk != user.pk:
-            cause += f" Requested by {actor} on the student's behalf."
-        if notice := running_notice(course=limits, live_jobs=live):
-            cause += f" {notice}"
+        cause = _submitted_cause(job, actor=actor, notice=running_notice(course=limits, live_jobs=live))
         JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
         _stage_uploads(job, uploads)
         if retry_of is not None:
             _copy_staged(source=retry_of, target=job)
         transaction.on_commit(lambda: job_dispatch_enqueue(job.pk))
         return job
+
+
+def _request_allowed(*, user, assignment: Assignment, resources: Resources, actor) -> tuple[Course, int, int]:
+    """Refuse (ValidationError, with every reason) a request the student may not make now; else the course's
+    limits held to the ceilings, the student's live jobs and their number of jobs of the assignment."""
+    course = assignment.course
+    job_enrollment_check(user=user, course=course, actor=actor)
+    if not user.netid:
+        raise ValidationError(
+            "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
+            "Ask the course staff to add your cluster username."
+        )
+    limits = course_within_ceilings(course=course)
+    problems = resource_problems(course=limits, resources=resources)
+    if problems:
+        raise ValidationError(list(problems.values()))
+    live = student_live_jobs(user=user, course=course)
+    refusals = submission_problems(
+        course=limits,
+        resources=resources,
+        active_jobs=live,
+        gpu_hours_used=student_gpu_hours(user=user, course=course),
+    )
+    if refusals:
+        raise ValidationError(refusals)
+    used = Job.objects.filter(user=user, assignment=assignment).count()
+    if assignment.max_attempts and used >= assignment.max_attempts:
+        raise ValidationError(
+            f"This assignment allows {assignment.max_attempts} attempts per student and "
+            f"{used} have been used. Ask your instructor if you need another."
+        )
+    return limits, live, used
+
+
+def _job_script(
+    *, assignment: Assignment, values: dict, resources: Resources, dataset: Dataset | None, retry_of: Job | None
+) -> tuple[AssignmentVersion | None, str]:
+    """The version the job runs (a retry: its attempt's) and the batch script rendered from it."""
+    if retry_of is not None:
+        version, body = _retried_script(retry_of)
+    else:
+        version = assignment_version_current(assignment=assignment)
+        body = version.script_template
+    if dataset is not None and not _dataset_offered(dataset, version=version, assignment=assignment):
+        raise ValidationError("That data set is not approved for this assignment.")
+    script = render_script(
+        body=body,
+        values=values,
+        resources=resources,
+        dataset_path=dataset.path if dataset else "",
+        label=f"{assignment.course.code}: {assignment.title}",
+    )
+    return version, script
+
+
+def _submitted_cause(job: Job, *, actor, notice: str) -> str:
+    """The history line of a new job: where it came from, who asked, and a running-limit notice."""
+    if job.retry_of is not None:
+        cause = f"Retry of attempt {job.retry_of.attempt}."
+    elif job.resubmit_of is not None:
+        cause = f"Edited and resubmitted from attempt {job.resubmit_of.attempt}."
+    else:
+        cause = "Submitted in the portal."
+    if actor.pk != job.user_id:
+        cause += f" Requested by {actor} on the student's behalf."
+    if notice:
+        cause += f" {notice}"
+    return cause
 
 
 def _stage_uploads(job: Job, uploads: list[UploadedFile]) -> None:

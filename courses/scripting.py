@@ -86,18 +86,7 @@ def validate_schema(schema: object) -> list[dict]:
     seen: set[str] = set()
     normalised = []
     for position, spec in enumerate(schema, start=1):
-        if not isinstance(spec, dict):
-            raise ValidationError(f"Parameter {position} must be an object with a name and a type.")
-        name = spec.get("name")
-        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-            raise ValidationError(
-                f"Parameter {position}: the name must be a shell variable name "
-                "(letters, digits and '_', not starting with a digit, at most 32 characters)."
-            )
-        if name.upper() in RESERVED_NAMES or name.upper().startswith(RESERVED_PREFIXES):
-            raise ValidationError(f"Parameter '{name}': this name is reserved by the shell, Slurm or the portal.")
-        if name in seen:
-            raise ValidationError(f"Parameter '{name}' is defined twice.")
+        name = _parameter_name(spec, position=position, seen=seen)
         seen.add(name)
         kind = spec.get("type")
         if kind not in PARAMETER_TYPES:
@@ -106,31 +95,7 @@ def validate_schema(schema: object) -> list[dict]:
         if unknown:
             raise ValidationError(f"Parameter '{name}': unknown keys {', '.join(sorted(unknown))}.")
         clean = {"name": name, "type": kind, "help": str(spec.get("help", "")), "label": str(spec.get("label", ""))}
-        if kind in ("int", "float"):
-            number_type = int if kind == "int" else float
-            low, high = _number(spec, "min", number_type), _number(spec, "max", number_type)
-            if low is not None and high is not None and low > high:
-                raise ValidationError(f"Parameter '{name}': min is greater than max.")
-            clean.update(min=low, max=high)
-        elif kind == "choice":
-            choices = spec.get("choices")
-            if not isinstance(choices, list) or not choices:
-                raise ValidationError(f"Parameter '{name}': a choice needs a non-empty list of choices.")
-            for choice in choices:
-                if not isinstance(choice, str) or not choice or len(choice) > MAX_STRING_LENGTH:
-                    raise ValidationError(f"Parameter '{name}': every choice must be a short non-empty text.")
-                if not _is_safe_text(choice):
-                    raise ValidationError(f"Parameter '{name}': choices cannot contain control characters.")
-            clean["choices"] = list(choices)
-        else:
-            pattern = spec.get("pattern", "")
-            if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
-                raise ValidationError(
-                    f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters."
-                )
-            if pattern and (problem := pattern_problem(pattern, whole=True)):
-                raise ValidationError(f"Parameter '{name}': {problem[0].lower()}{problem[1:]}")
-            clean["pattern"] = pattern
+        clean.update(_type_rules(spec, name=name, kind=kind))
         if "default" not in spec:
             raise ValidationError(f"Parameter '{name}': a default value is required.")
         try:
@@ -139,6 +104,49 @@ def validate_schema(schema: object) -> list[dict]:
             raise ValidationError(f"Parameter '{name}': the default is not valid: {error.messages[0]}")
         normalised.append(clean)
     return normalised
+
+
+def _parameter_name(spec: object, *, position: int, seen: set[str]) -> str:
+    """The name of the parameter at `position`: a shell variable name, not reserved, not used before."""
+    if not isinstance(spec, dict):
+        raise ValidationError(f"Parameter {position} must be an object with a name and a type.")
+    name = spec.get("name")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise ValidationError(
+            f"Parameter {position}: the name must be a shell variable name "
+            "(letters, digits and '_', not starting with a digit, at most 32 characters)."
+        )
+    if name.upper() in RESERVED_NAMES or name.upper().startswith(RESERVED_PREFIXES):
+        raise ValidationError(f"Parameter '{name}': this name is reserved by the shell, Slurm or the portal.")
+    if name in seen:
+        raise ValidationError(f"Parameter '{name}' is defined twice.")
+    return name
+
+
+def _type_rules(spec: dict, *, name: str, kind: str) -> dict:
+    """What the parameter's type adds: min and max of a number, the choices, or a text's pattern."""
+    if kind in ("int", "float"):
+        number_type = int if kind == "int" else float
+        low, high = _number(spec, "min", number_type), _number(spec, "max", number_type)
+        if low is not None and high is not None and low > high:
+            raise ValidationError(f"Parameter '{name}': min is greater than max.")
+        return {"min": low, "max": high}
+    if kind == "choice":
+        choices = spec.get("choices")
+        if not isinstance(choices, list) or not choices:
+            raise ValidationError(f"Parameter '{name}': a choice needs a non-empty list of choices.")
+        for choice in choices:
+            if not isinstance(choice, str) or not choice or len(choice) > MAX_STRING_LENGTH:
+                raise ValidationError(f"Parameter '{name}': every choice must be a short non-empty text.")
+            if not _is_safe_text(choice):
+                raise ValidationError(f"Parameter '{name}': choices cannot contain control characters.")
+        return {"choices": list(choices)}
+    pattern = spec.get("pattern", "")
+    if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
+        raise ValidationError(f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters.")
+    if pattern and (problem := pattern_problem(pattern, whole=True)):
+        raise ValidationError(f"Parameter '{name}': {problem[0].lower()}{problem[1:]}")
+    return {"pattern": pattern}
 
 
 def coerce_value(spec: dict, raw: object) -> int | float | str:

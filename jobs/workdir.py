@@ -4,10 +4,13 @@ The worker never writes into a student's directory itself. It lists the script a
 hands them to the job-directory helper (scripts/labqueue-jobdir, installed at LABQUEUE_JOBDIR_HELPER),
 which runs AS THE STUDENT through the run-as prefix (`sudo -n -u {user}`), so whatever the student does to
 their own directory meanwhile can only ever reach their own files. The helper then runs sbatch itself:
-one run-as call per submitted job.
+one run-as call per submitted job. Before a student's first job the worker has the helper, run as root
+through the sudoers rule, make the student's own folder in the job root (`provision`): students cannot
+write the job root, so nobody can take another student's folder name.
 """
 
 import hashlib
+import logging
 import os
 import pwd
 import re
@@ -25,6 +28,8 @@ from slurm import runner
 
 #: Exit status of the helper when it refuses (its message is for the student).
 HELPER_REFUSED = 3
+
+log = logging.getLogger(__name__)
 
 
 class WorkdirError(Exception):
@@ -61,6 +66,7 @@ def workdir_submit(
     netid = spec.run_as
     _account_check(netid)
     root = Path(spec.workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
+    student_folder_provision(job_root=root.parent.parent, netid=netid)
     with tempfile.TemporaryFile() as listing:
         _pack(listing, script=script, files=files, digests=digests or {})
         listing.seek(0)
@@ -85,6 +91,7 @@ def workdir_probe(*, workdir: str, netid: str, script: str) -> None:
     Raises WorkdirError (the helper or sbatch refused) or WorkdirUnavailable (they could not be run)."""
     _account_check(netid)
     root = Path(workdir)
+    student_folder_provision(job_root=root.parent.parent, netid=netid)
     with tempfile.TemporaryFile() as listing:
         _pack(listing, script=script, files=[], digests={})
         listing.seek(0)
@@ -100,7 +107,57 @@ def workdir_probe(*, workdir: str, netid: str, script: str) -> None:
 def _helper_submit(workdir: Path) -> list[str]:
     """The helper's `submit` command line for <job root>/<netid>/<job uuid>, up to sbatch's arguments."""
     job_root, netid = workdir.parent.parent, workdir.parent.name
-    return [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(job_root), netid, workdir.name]
+    argv = [settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path(), str(job_root), netid, workdir.name]
+    if os.environ.get("SLURM_CONF"):  # sudo passes no SLURM_CONF on; the helper takes one only if root wrote it
+        argv.append(f"--slurm-conf={os.environ['SLURM_CONF']}")
+    return argv
+
+
+def student_folder_provision(*, job_root: Path, netid: str) -> None:
+    """Make sure <job root>/<netid> is the student's own folder: when it is missing, the helper's `provision`
+    (as root, through sudo) makes it. A folder there that is not the student's directory (made before the job
+    root was closed to students, or by hand) is refused with what an operator must do, also in the log.
+
+    Raises WorkdirError (the folder cannot be used) or WorkdirUnavailable (the helper could not be run)."""
+    folder = job_root / netid
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise WorkdirUnavailable(f"the job root {job_root} cannot be read by the portal ({error.strerror})")
+    if info is None:
+        helper = [settings.LABQUEUE_JOBDIR_HELPER, "provision", str(job_root), netid]
+        try:
+            runner.run(helper, run_as="root", timeout=settings.LABQUEUE_JOBDIR_TIMEOUT)
+        except slurm.SlurmRejected as refusal:
+            log.error("The folder %s could not be provisioned: %s", folder, refusal)
+            raise WorkdirError(str(refusal)) from refusal
+        except slurm.SlurmUnavailable as error:
+            raise WorkdirUnavailable(f"the folder {folder} could not be provisioned: {error}") from error
+        return
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == pwd.getpwnam(netid).pw_uid:
+        return
+    log.error(
+        "The folder %s belongs to uid %s, not to %s (or is not a directory): the portal will not send %s's jobs "
+        "until an operator moves it out of the way (as root: mv %s %s.old) and runs, as root, "
+        "labqueue-jobdir provision %s %s",
+        folder,
+        info.st_uid,
+        netid,
+        netid,
+        folder,
+        folder,
+        job_root,
+        netid,
+    )
+    raise WorkdirError(
+        f"Your job folder {folder} on the cluster is not yours (another account made it or it is not a folder), "
+        "so the portal will not put your jobs there and did not send this one. You cannot fix this yourself and "
+        "it is not your fault: research computing must move that folder out of the way (as root, after checking "
+        f"what is in it: `mv {folder} {folder}.old`) and run `labqueue-jobdir provision {job_root} {netid}` as "
+        "root. Submit again after that."
+    )
 
 
 def _account_check(netid: str) -> None:

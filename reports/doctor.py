@@ -47,7 +47,7 @@ PROBE_JOB_UUID = str(uuid.uuid5(uuid.NAMESPACE_URL, "labqueue:doctor"))
 #: Checks of what the service account may do: root may do everything, so they say nothing when run as root.
 AS_SERVICE_ACCOUNT = ("job root", "run-as", "job files")
 #: The job root's mode (scripts/labcluster ensure_service_account, README "Privilege model").
-JOB_ROOT_MODE = 0o3753
+JOB_ROOT_MODE = 0o2751
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ def _helper() -> Result:
 def _job_root() -> Result:
     root = Path(settings.LABQUEUE_JOB_ROOT)
     group = grp.getgrgid(os.getegid()).gr_name
-    fix = f'`install -d -o root -g {group} -m 3753 {root}`, then `chmod 3753 {root}` (README "Privilege model").'
+    fix = f'`install -d -o root -g {group} -m 2751 {root}`, then `chmod 2751 {root}` (README "Privilege model").'
     try:
         info = root.stat()
     except OSError as error:
@@ -260,11 +260,11 @@ def _job_root() -> Result:
         return Result(
             "job root",
             FAIL,
-            f"{root} is {owner} mode {mode:04o}; it must be root:{group} mode 3753 (students make their own "
-            f"directories in it, the portal's group reads them, nobody lists it)",
+            f"{root} is {owner} mode {mode:04o}; it must be root:{group} mode 2751 (only root writes in it: the "
+            f"helper's `provision` makes each student's folder, the portal's group reads them, nobody else lists it)",
             fix,
         )
-    return Result("job root", OK, f"{root} is root:{group} mode 3753")
+    return Result("job root", OK, f"{root} is root:{group} mode 2751")
 
 
 def _run_as(user: str | None) -> Result:
@@ -275,19 +275,18 @@ def _run_as(user: str | None) -> Result:
         return Result(
             "run-as", FAIL, refusal, "Give --user a student's cluster account (a member of the students group)."
         )
-    try:
-        for tool in ("sbatch", "scancel"):
-            runner.run([tool, "--version"], run_as=user, timeout=15)
+    try:  # sbatch runs as the student only through the helper's `submit`: the job-files check tries that
+        runner.run(["scancel", "--version"], run_as=user, timeout=15)
     except slurm.SlurmError as error:
         prefix = settings.SLURM_RUN_AS_PREFIX.replace("{user}", user)
         return Result(
             "run-as",
             FAIL,
-            f"`{prefix} {tool} --version` failed: {error}",
+            f"`{prefix} scancel --version` failed: {error}",
             "Install deploy/sudoers.labqueue as /etc/sudoers.d/labqueue (check with `visudo -cf`), put the student "
             "in its group, and set LABQUEUE_SLURM_RUN_AS_PREFIX to what the rule allows (`sudo -n -u {user}`).",
         )
-    return Result("run-as", OK, f"sbatch and scancel run as {user}")
+    return Result("run-as", OK, f"scancel runs as {user} (sbatch only through the helper: job files, below)")
 
 
 def _job_files(user: str | None) -> Result:
@@ -314,7 +313,7 @@ def _job_files(user: str | None) -> Result:
             FAIL,
             f"the portal's account cannot read {workdir / SCRIPT_NAME}, written by {user}: {error.strerror}",
             "The job root's group must be the portal's service account's group, with the set-group-ID bit "
-            "(mode 3753), so every job directory belongs to that group; on NFS, root_squash must not hide it.",
+            "(mode 2751), so every job directory belongs to that group; on NFS, root_squash must not hide it.",
         )
     closed = _closed_to_others(workdir)
     if closed:

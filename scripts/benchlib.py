@@ -43,7 +43,7 @@ def setup_django(**extra_env: str) -> dict[str, str]:
     os.chown(run_dir, 0, account.pw_gid)
     os.chmod(run_dir, 0o755)  # the students reach the job root through it
     os.chown(job_root, 0, account.pw_gid)
-    os.chmod(job_root, 0o3753)  # as a production job root (README, "Privilege model")
+    os.chmod(job_root, 0o2751)  # as a production job root (README, "Privilege model")
     os.chown(media, account.pw_uid, account.pw_gid)
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",

@@ -2,17 +2,18 @@
 
 Jobs really run: the lab cluster (scripts/labcluster) must be up; `make test` brings it up.
 Each test that uses the database gets its own job root under /var/lib/labqueue/test-jobs, set up
-like a production one (README, "Privilege model"): owned by root, group labqueue, mode 3753, so
-students make their own directories in it (through the job-directory helper, as themselves) and
-the portal's service account can read them. Pure tests (parsers, scripting, policy plans) use no
-database (pytest-django refuses them one) and get no job root: they run without root and without
-the cluster.
+like a production one (README, "Privilege model"): owned by root, group labqueue, mode 2751, so
+students cannot create anything in it (the job-directory helper's `provision`, run as root, makes
+each student's own folder) and the portal's service account can read them. Pure tests (parsers,
+scripting, policy plans) use no database (pytest-django refuses them one) and get no job root: they
+run without root and without the cluster.
 """
 
 import filecmp
 import grp
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import time
@@ -135,12 +136,29 @@ def job_root(request: pytest.FixtureRequest, tmp_path):
     root = JOB_ROOT_BASE / uuid.uuid4().hex[:12]
     root.mkdir()
     os.chown(root, 0, grp.getgrnam("labqueue").gr_gid)
-    os.chmod(root, 0o3753)
+    os.chmod(root, 0o2751)
+    for netid in STUDENTS:
+        student_folder(root, netid)
     settings.LABQUEUE_JOB_ROOT = root
     settings.MEDIA_ROOT = tmp_path / "media"
     yield root
     cancel_jobs_under(root)
     shutil.rmtree(root, ignore_errors=True)
+
+
+#: The lab's students (scripts/labcluster): the members of group `students`, each with a folder in a test's job root.
+STUDENTS = ("student1", "student2", "student3", "student4")
+
+
+def student_folder(root: Path, netid: str) -> Path:
+    """<root>/<netid> as the helper's `provision` makes it (owned by the student, group labqueue, 2750): what a
+    student has after their first job. Made here directly, as root, because nearly every test needs one; the
+    worker's own provisioning is tested on a job root without them (tests/security/test_jobdir_provision.py)."""
+    folder = root / netid
+    folder.mkdir(mode=0o750)
+    os.chown(folder, pwd.getpwnam(netid).pw_uid, grp.getgrnam("labqueue").gr_gid)
+    os.chmod(folder, 0o2750)
+    return folder
 
 
 def cancel_jobs_under(root: Path) -> None:

@@ -35,8 +35,10 @@ from tests.service_account import REPO, _start, free_port, service_argv, service
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
-#: The previous release: the commit before this release's migrations (jobs 0012 adds Job.files_purged_at).
-PREVIOUS = "6b7582d42fa6ef4cd1db86e2f29f288837ddf1ff"
+#: The previous release: the commit before this release's migrations (courses 0006 keeps starter files per
+#: assignment version). Its worker already submits through the helper's `submit`, the one sbatch the sudoers
+#: rule allows; it does not provision students' folders (the test's job root has them, as after a first job).
+PREVIOUS = "48648d5ba8c0212d478868d627189ac5045976cd"
 RELEASES = Path("/var/lib/labqueue/test-releases")
 BIN = Path(sys.executable).parent
 ASSIGNMENT = "/courses/cs101-demo/assignments/gpu-hello/"

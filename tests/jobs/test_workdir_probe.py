@@ -63,13 +63,14 @@ def test_a_probe_for_an_account_the_cluster_does_not_have_is_refused_before_anyt
 
 
 def test_a_probe_the_helper_refuses_says_what_it_refused(job_root):
-    """The student's folder in the job root is a symlink: the helper refuses to follow it."""
+    """The probe's job directory in the student's folder is a symlink: the helper refuses to follow it."""
     elsewhere = job_root.parent / f"{job_root.name}-elsewhere"
     elsewhere.mkdir()
-    (job_root / STUDENT).symlink_to(elsewhere)
+    workdir = probe_dir()
+    workdir.symlink_to(elsewhere)
     try:
         with pytest.raises(WorkdirError) as refused:
-            workdir_probe(workdir=str(probe_dir()), netid=STUDENT, script=SCRIPT)
+            workdir_probe(workdir=str(workdir), netid=STUDENT, script=SCRIPT)
         assert str(refused.value).endswith(
             "is a symbolic link; the portal will not follow it. Remove it and try again."
         )

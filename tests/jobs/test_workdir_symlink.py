@@ -9,6 +9,7 @@ job. The POSIX user student1 must exist.
 import grp
 import os
 import pwd
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,7 @@ def test_a_job_directory_swapped_for_a_symlink_is_refused_and_nothing_is_written
     job = submitted(client, student)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o755)
-    Path(job.workdir).parent.mkdir()  # the student's own directory, made by an earlier job
-    student_account = pwd.getpwnam("student1")
-    os.chown(Path(job.workdir).parent, student_account.pw_uid, student_account.pw_gid)
-    os.symlink(elsewhere, job.workdir)
+    os.symlink(elsewhere, job.workdir)  # in the student's own folder, provisioned by their first job
 
     with command_log() as commands:
         job = dispatch(job)
@@ -57,22 +55,28 @@ def test_a_job_directory_swapped_for_a_symlink_is_refused_and_nothing_is_written
     assert os.path.islink(job.workdir) and os.lstat(job.workdir).st_uid == 0, "the link itself was left alone"
 
 
-def test_a_student_directory_swapped_for_a_symlink_is_refused_and_nothing_is_made_through_it(
-    client, student, assignment, job_root, tmp_path
+def test_a_job_directory_the_student_swapped_for_a_symlink_to_their_own_files_is_refused_and_nothing_is_made_through_it(
+    client, student, assignment
 ):
+    """The student cannot swap their own folder (only root writes the job root), so they swap a job's directory,
+    for a link to a directory of theirs: the kernel would let the helper, as the student, write there; only the
+    helper's refusal to follow a link keeps the job's files out of it."""
     job = submitted(client, student)
-    elsewhere = tmp_path / "elsewhere"
+    account = pwd.getpwnam("student1")
+    elsewhere = Path(account.pw_dir) / f"results-{job.uuid}"
     elsewhere.mkdir(mode=0o755)
-    os.symlink(elsewhere, job_root / "student1")
-    assert Path(job.workdir).parent == job_root / "student1"
+    os.chown(elsewhere, account.pw_uid, account.pw_gid)
+    os.symlink(elsewhere, job.workdir)
+    os.lchown(job.workdir, account.pw_uid, account.pw_gid)
+    try:
+        with command_log() as commands:
+            job = dispatch(job)
 
-    with command_log() as commands:
-        job = dispatch(job)
-
-    assert_refused_before_sbatch(client, job, commands)
-    assert list(elsewhere.iterdir()) == [], "no job directory was made inside the symlink's target"
-    assert os.stat(elsewhere).st_uid == 0
-    assert os.lstat(job_root / "student1").st_uid == 0, "the link itself was left alone"
+        assert_refused_before_sbatch(client, job, commands)
+        assert list(elsewhere.iterdir()) == [], "nothing was made inside the symlink's target"
+        assert os.readlink(job.workdir) == str(elsewhere), "the link itself was left alone"
+    finally:
+        shutil.rmtree(elsewhere)
 
 
 def test_a_job_directory_made_for_a_submission_and_its_files_belong_to_the_student(

@@ -4,6 +4,7 @@ in this test's own environment: the shared services are never touched), fails an
 
 import io
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -204,7 +205,7 @@ def test_a_run_as_prefix_the_sudoers_rule_does_not_allow_fails_and_points_at_the
 
     assert status == 1
     detail, fix = failed(checks, "run-as")
-    assert detail.startswith(f"`sudo -n -g root -u {STUDENT} sbatch --version` failed")
+    assert detail.startswith(f"`sudo -n -g root -u {STUDENT} scancel --version` failed")
     assert "a password is required" in detail
     assert fix.startswith("Install deploy/sudoers.labqueue as /etc/sudoers.d/labqueue")
 
@@ -230,15 +231,20 @@ def test_a_job_root_with_the_wrong_mode_fails_and_gives_the_commands(settings, o
 
     assert status == 1
     detail, fix = failed(checks, "job root")
-    assert detail.startswith(f"{root} is root:root mode 0755; it must be root:labqueue mode 3753")
-    assert fix.startswith(f"`install -d -o root -g labqueue -m 3753 {root}`")
+    assert detail.startswith(f"{root} is root:root mode 0755; it must be root:labqueue mode 2751")
+    assert fix.startswith(f"`install -d -o root -g labqueue -m 2751 {root}`")
 
 
 def test_job_directories_the_portal_cannot_read_fail_and_name_the_job_roots_group(settings, other_job_root):
-    """A job root of the wrong group: the helper still makes the student's directory, but the portal's
-    account cannot read it."""
+    """A job root of the wrong group, with a student's folder made in it (by an older release, or by hand:
+    the helper's `provision` refuses such a job root): the helper still makes the job directory in it, but the
+    portal's account cannot read it."""
     root = other_job_root
-    root.chmod(0o3753)
+    root.chmod(0o2751)
+    folder = root / STUDENT
+    folder.mkdir()
+    os.chown(folder, pwd.getpwnam(STUDENT).pw_uid, 0)
+    folder.chmod(0o2750)
 
     status, checks = doctor(settings, "--user", STUDENT, LABQUEUE_JOB_ROOT=str(root))
 
@@ -247,6 +253,18 @@ def test_job_directories_the_portal_cannot_read_fail_and_name_the_job_roots_grou
     assert detail.startswith("the portal's account cannot read ")
     assert detail.endswith(f"written by {STUDENT}: Permission denied")
     assert fix.startswith("The job root's group must be the portal's service account's group")
+
+
+def test_a_job_root_of_another_group_gets_no_students_folder_and_the_doctor_gives_the_command(settings, other_job_root):
+    root = other_job_root
+    root.chmod(0o2751)
+
+    status, checks = doctor(settings, "--user", STUDENT, LABQUEUE_JOB_ROOT=str(root))
+
+    assert status == 1
+    detail, _ = failed(checks, "job files")
+    assert "it must be owned by root and group labqueue and writable by nobody else (`install -d -o root" in detail
+    assert not (root / STUDENT).exists(), "the helper's `provision` made nothing in it"
 
 
 def test_missing_static_files_fail_and_say_to_run_collectstatic(settings):

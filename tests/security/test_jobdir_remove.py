@@ -84,6 +84,7 @@ def test_remove_gets_through_directories_the_job_closed_to_its_owner(job_root, j
 def test_remove_refuses_a_symlinked_student_directory_and_leaves_its_target(job_root, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "0d9f2c4e-1111-4222-8333-944455556666").mkdir(parents=True)
+    (job_root / "student1").rmdir()  # (the folder every test job root has)
     os.symlink(elsewhere, job_root / "student1")
 
     done = helper("remove", str(job_root), "student1", "0d9f2c4e-1111-4222-8333-944455556666")

@@ -5,10 +5,8 @@ before sbatch runs. No cluster: `sbatch --version` stands in for a submission (w
 ran, with the helper's arguments).
 """
 
-import io
 import os
 import subprocess
-import tarfile
 import uuid
 
 import pytest
@@ -108,19 +106,3 @@ def test_submit_refuses_another_students_name_and_a_bad_job_identifier(job_root,
     assert other.returncode == 3 and "asked to prepare a job for 'student2'" in other.stderr
     assert bad.returncode == 3 and "The job's identifier is not valid." in bad.stderr
     assert other.stdout == bad.stdout == ""
-
-
-def test_prepare_still_takes_the_previous_releases_tar_for_a_rollback(job_root, jobdir_helper):
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        for name, data in (("data.csv", b"a,b\n"), ("job.sh", b"true\n")):
-            member = tarfile.TarInfo(name)
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
-    job_uuid = str(uuid.uuid4())
-    argv = ["runuser", "-u", "labqueue", "--", "sudo", "-n", "-u", "student1", JOBDIR_HELPER, "prepare"]
-    done = subprocess.run([*argv, str(job_root), "student1", job_uuid], input=archive.getvalue(), capture_output=True)
-
-    assert done.returncode == 0 and done.stdout == b"", done.stderr
-    workdir = job_root / "student1" / job_uuid
-    assert (workdir / "data.csv").read_bytes() == b"a,b\n" and (workdir / "job.sh").read_bytes() == b"true\n"

@@ -43,8 +43,8 @@ while os.read(fd, 65536):
     pass
 """
 
-#: Runs as the student: swaps their whole directory for a symlink to the victim and back, as fast as
-#: it can, until it is stopped.
+#: Runs as the student: swaps a directory of theirs (a job's) for a symlink to the victim and back, as fast
+#: as it can, until it is stopped.
 SWAP_LOOP = r"""
 import os, sys
 userdir, victim = sys.argv[1], sys.argv[2]
@@ -164,7 +164,8 @@ def test_a_looping_symlink_swap_race_never_reaches_a_file_outside_the_students_t
     client, student, assignment, settings, victim, job_root
 ):
     jobs = [submitted(client, student, **{"data.csv": b"5,6\n"}) for _ in range(4)]
-    userdir = job_root / "student1"
+    # The student's own folder cannot be swapped (only root writes the job root): the first job's directory is.
+    userdir = Path(jobs[0].workdir)
     before, root_before = snapshot(victim), snapshot(job_root)
     attacker = as_student(SWAP_LOOP, str(userdir), str(victim))
     try:
@@ -211,7 +212,7 @@ def test_a_dispatch_that_keeps_failing_on_the_portals_side_ends_refused_with_the
     )
 
 
-def test_the_service_account_may_run_only_scancel_sbatch_and_the_helper_and_the_helper_only_the_named_sbatch():
+def test_the_service_account_may_run_only_scancel_and_the_helper_and_the_helper_only_the_named_sbatch():
     helper, job_uuid = "/usr/local/libexec/labqueue-jobdir", "00000000-0000-0000-0000-000000000000"
 
     def sudo(*argv: str) -> subprocess.CompletedProcess:
@@ -235,10 +236,12 @@ def test_the_service_account_may_run_only_scancel_sbatch_and_the_helper_and_the_
     assert refused_by_sudo("-u", "student1", helper, "submit", "/bin/sh", "/x", "student1", job_uuid, "-c", "id")
     assert refused_by_sudo("-u", "student1", helper, "submit", "/tmp/sbatch", "/x", "student1", job_uuid)
     assert refused_by_sudo("-u", "student1", helper), "no mode: not in the rule"
-    # The previous release's worker runs sbatch after the helper's `prepare` (kept for a rollback, README "Upgrades").
-    assert sudo("-u", "student1", "/usr/bin/sbatch", "--version").returncode == 0
-    ran = sudo("-u", "student1", helper, "prepare", "/nonexistent", "student1", job_uuid)
-    assert ran.returncode == 3 and "/nonexistent cannot be opened" in ran.stderr, "the helper ran, and refused"
+    # The rollback line of the release before (sbatch with any arguments, the helper's `prepare`) is gone.
+    assert refused_by_sudo("-u", "student1", "/usr/bin/sbatch", "--version")
+    assert refused_by_sudo("-u", "student1", helper, "prepare", "/nonexistent", "student1", job_uuid)
+    ran = sudo("-u", "root", helper, "provision", "/nonexistent", "student1")
+    assert ran.returncode == 3 and "/nonexistent cannot be opened" in ran.stderr, "as root: only `provision`"
+    assert refused_by_sudo("-u", "root", helper, "submit", "/usr/bin/sbatch", "/x", "root", job_uuid)
     assert refused_by_sudo("-u", "root", "/usr/bin/sbatch", "--version")
     assert refused_by_sudo("-u", "root", helper, "remove", "/x", "root", job_uuid)
     assert refused_by_sudo("-u", "root", "/usr/bin/scancel", "--version")

@@ -58,19 +58,10 @@ def _dispatch(job: Job) -> None:
     if not job_transition(job=job, to=Status.SUBMITTING, cause="Sending the job to the cluster.", **claim):
         return
     try:
-        slurm_id = None if first_attempt else slurm.find_by_name(job.slurm_name)
-        if slurm_id is None:  # (a job Slurm already has is adopted whatever changed since)
-            if not first_attempt:
-                refusal = _last_line_of_defence(job)
-                files, digests = _job_files(job) if not refusal else ([], {})
-            if refusal:
-                raise WorkdirError(refusal)
-            if not first_attempt:
-                job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
-                Job.objects.filter(pk=job.pk).update(
-                    submit_attempts=F("submit_attempts") + 1, reservation=job.reservation
-                )
-            slurm_id = workdir_submit(job_spec(job), script=job.script, files=files, digests=digests)
+        if first_attempt:
+            slurm_id = _submit(job, refusal=refusal, files=files, digests=digests)
+        else:  # a job Slurm already has is adopted whatever changed since
+            slurm_id = slurm.find_by_name(job.slurm_name) or _submit_again(job)
     except slurm.SlurmUnavailable as error:
         job_transition(
             job=job,
@@ -92,6 +83,27 @@ def _dispatch(job: Job) -> None:
         )
         _store_explanation(job)
         return
+    _accepted(job, slurm_id)
+
+
+def _submit(job: Job, *, refusal: str, files: list, digests: dict) -> str:
+    """sbatch, as the student through the job-directory helper, unless the last line of defence refused."""
+    if refusal:
+        raise WorkdirError(refusal)
+    return workdir_submit(job_spec(job), script=job.script, files=files, digests=digests)
+
+
+def _submit_again(job: Job) -> str:
+    """A later dispatch of a job Slurm does not have: checked again and counted as another attempt."""
+    refusal = _last_line_of_defence(job)
+    files, digests = _job_files(job) if not refusal else ([], {})
+    if not refusal:
+        job.reservation = lab_reservation_for(course=job.assignment.course, minutes=job.minutes)
+        Job.objects.filter(pk=job.pk).update(submit_attempts=F("submit_attempts") + 1, reservation=job.reservation)
+    return _submit(job, refusal=refusal, files=files, digests=digests)
+
+
+def _accepted(job: Job, slurm_id: str) -> None:
     log.info("Job accepted by Slurm as job %s", slurm_id)
     job_transition(
         job=job,

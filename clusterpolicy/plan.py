@@ -112,55 +112,8 @@ def plan(
         by_account[assoc.account][assoc.user] = assoc
     for want in desired:
         have = by_account.get(want.account, {})
-        own = have.get("")
-        if own is None:
-            changes.append(
-                Change(
-                    want.account,
-                    "",
-                    "add-account",
-                    ["account missing"],
-                    accounts.account_add_argv(cluster=cluster, account=want.account, description=want.description),
-                )
-            )
-            own = Assoc(account=want.account, user="")
-        wanted_grp = {"gres/gpu": want.course_gpus} if want.course_gpus is not None else {}
-        have_grp = dict(own.grp_tres)
-        if wanted_grp != have_grp:
-            text = _tres_text(wanted_grp, have_grp)
-            changes.append(
-                Change(
-                    want.account,
-                    "",
-                    "modify",
-                    [f"GrpTRES: {_show(have_grp)} -> {_show(wanted_grp)}"],
-                    accounts.account_modify_argv(cluster=cluster, account=want.account, values={"GrpTRES": text}),
-                )
-            )
-        missing = [user for user in want.users if user not in have]
-        if missing:
-            changes.append(
-                Change(
-                    want.account,
-                    ",".join(missing),
-                    "add-user",
-                    [f"association missing for {u}" for u in missing],
-                    accounts.user_add_argv(cluster=cluster, account=want.account, users=missing),
-                )
-            )
-        # Users who need the same `set` values (a policy change: usually the whole class) share one command.
-        groups: dict[tuple, tuple[dict[str, str], list[str], list[str]]] = {}
-        for user, limits in want.users.items():
-            sets, differences = _user_sets(limits, have.get(user) or Assoc(account=want.account, user=user))
-            if sets:
-                _, users, seen = groups.setdefault(tuple(sorted(sets.items())), (sets, [], []))
-                users.append(user)
-                seen.extend(difference for difference in differences if difference not in seen)
-        for sets, users, differences in groups.values():
-            values = {name.rstrip("+"): value for name, value in sets.items() if not name.endswith("+")}
-            argv = accounts.user_modify_argv(cluster=cluster, account=want.account, users=users, values=values)
-            argv += [f"QOS+={sets['QOS+']}"] if "QOS+" in sets else []
-            changes.append(Change(want.account, ",".join(users), "modify", differences, argv))
+        changes += _account_changes(cluster, want, have.get(""))
+        changes += _user_changes(cluster, want, have)
         for user in sorted(set(have) - set(want.users) - {""}):
             if user in known_users:
                 changes.append(
@@ -175,3 +128,63 @@ def plan(
             else:
                 unmanaged.append({"account": want.account, "user": user, "why": "not a portal user"})
     return changes, unmanaged
+
+
+def _account_changes(cluster: str, want: DesiredAccount, own: Assoc | None) -> list[Change]:
+    """The course account itself: made when missing, its course-wide GPUs (GrpTRES) set when they differ."""
+    changes = []
+    if own is None:
+        changes.append(
+            Change(
+                want.account,
+                "",
+                "add-account",
+                ["account missing"],
+                accounts.account_add_argv(cluster=cluster, account=want.account, description=want.description),
+            )
+        )
+        own = Assoc(account=want.account, user="")
+    wanted_grp = {"gres/gpu": want.course_gpus} if want.course_gpus is not None else {}
+    have_grp = dict(own.grp_tres)
+    if wanted_grp != have_grp:
+        text = _tres_text(wanted_grp, have_grp)
+        changes.append(
+            Change(
+                want.account,
+                "",
+                "modify",
+                [f"GrpTRES: {_show(have_grp)} -> {_show(wanted_grp)}"],
+                accounts.account_modify_argv(cluster=cluster, account=want.account, values={"GrpTRES": text}),
+            )
+        )
+    return changes
+
+
+def _user_changes(cluster: str, want: DesiredAccount, have: dict[str, Assoc]) -> list[Change]:
+    """The students' associations: added when missing, their limits set when they differ."""
+    changes = []
+    missing = [user for user in want.users if user not in have]
+    if missing:
+        changes.append(
+            Change(
+                want.account,
+                ",".join(missing),
+                "add-user",
+                [f"association missing for {u}" for u in missing],
+                accounts.user_add_argv(cluster=cluster, account=want.account, users=missing),
+            )
+        )
+    # Users who need the same `set` values (a policy change: usually the whole class) share one command.
+    groups: dict[tuple, tuple[dict[str, str], list[str], list[str]]] = {}
+    for user, limits in want.users.items():
+        sets, differences = _user_sets(limits, have.get(user) or Assoc(account=want.account, user=user))
+        if sets:
+            _, users, seen = groups.setdefault(tuple(sorted(sets.items())), (sets, [], []))
+            users.append(user)
+            seen.extend(difference for difference in differences if difference not in seen)
+    for sets, users, differences in groups.values():
+        values = {name.rstrip("+"): value for name, value in sets.items() if not name.endswith("+")}
+        argv = accounts.user_modify_argv(cluster=cluster, account=want.account, users=users, values=values)
+        argv += [f"QOS+={sets['QOS+']}"] if "QOS+" in sets else []
+        changes.append(Change(want.account, ",".join(users), "modify", differences, argv))
+    return changes

@@ -108,8 +108,9 @@ JOBDIR_HELPER = "/usr/local/libexec/labqueue-jobdir"
 def jobdir_helper_install() -> str:
     """Put this checkout's job-directory helper where the sudoers rule names it, if what is there differs
     (scripts/labcluster installed it; another checkout's test run on this machine may have installed its own
-    since). Replaced at once: a helper starting meanwhile reads the old file or the new one."""
-    source = REPO / "scripts" / "labqueue-jobdir"
+    since). Replaced at once: a helper starting meanwhile reads the old file or the new one. Under the
+    helper's mutation run (scripts/mutate_helper.py) LABQUEUE_TEST_JOBDIR_HELPER names the mutant to install."""
+    source = Path(os.environ.get("LABQUEUE_TEST_JOBDIR_HELPER") or REPO / "scripts" / "labqueue-jobdir")
     if not os.path.exists(JOBDIR_HELPER) or not filecmp.cmp(source, JOBDIR_HELPER, shallow=False):
         fresh = f"{JOBDIR_HELPER}.{os.getpid()}"
         shutil.copyfile(source, fresh)

@@ -13,7 +13,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=$(TEST_REDIS_URL) LABQUEUE_SECRET_KEY=test-only-secret
 # Coverage floors (branch coverage), enforced when the whole suite runs: 90% on the app,
 # 95% on the critical paths below.
-CRITICAL := jobs/services.py,jobs/dispatch.py,jobs/models.py,jobs/workdir.py,jobs/files.py,jobs/uploads.py,slurm/*,courses/scripting.py,courses/policy.py,courses/roster.py,clusterpolicy/associations.py,clusterpolicy/plan.py,clusterpolicy/labs.py,portal/auth.py,portal/sso.py,portal/identity.py,courses/patterns.py,jobs/enqueue.py,reports/queries.py,reports/reconciliation.py
+CRITICAL := jobs/services.py,jobs/lifecycle.py,jobs/dispatch.py,jobs/models.py,jobs/workdir.py,jobs/files.py,jobs/uploads.py,slurm/*,courses/scripting.py,courses/policy.py,courses/roster.py,clusterpolicy/associations.py,clusterpolicy/plan.py,clusterpolicy/labs.py,portal/auth.py,portal/sso.py,portal/identity.py,courses/patterns.py,jobs/enqueue.py,reports/queries.py,reports/reconciliation.py
 ifeq ($(strip $(PYTEST_ARGS)),)
 COVERAGE := --cov --cov-report=term --cov-fail-under=90
 COVERAGE_CRITICAL := $(VENV)/bin/coverage report --include='$(CRITICAL)' --fail-under=95
@@ -39,7 +39,7 @@ SLURM24_ENV := LABQUEUE_SLURM_BIN_DIR=/usr/local/libexec/labqueue-slurm24/bin \
 	LABQUEUE_LAB_SLURM_CONF=/var/lib/labqueue/trixie/var/lib/labqueue/labcluster/etc/slurm.conf \
 	LABQUEUE_LAB_CONTROL="scripts/slurm24 labcluster"
 SLURM24_TESTS ?= tests/slurm tests/jobs tests/clusterpolicy tests/reports/test_reports_ingest.py \
-	tests/reports/test_reports_reconciliation.py tests/reports/test_health.py
+	tests/reports/test_reports_reconciliation.py tests/ops/test_health.py
 
 test-slurm24: prereqs venv services slurm24
 	$(TEST_ENV) $(SLURM24_ENV) $(VENV)/bin/pytest $(SLURM24_TESTS) $(PYTEST_ARGS)

@@ -90,6 +90,7 @@ INSTALLED_APPS = [
     "clusterpolicy",
     "jobs",
     "reports",
+    "ops",
 ]
 
 MIDDLEWARE = [
@@ -459,7 +460,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LABQUEUE_LOG_LEVEL},
 }
 
-# Operations: Prometheus metrics at /metrics (reports/metrics.py), off unless a token or an allow-list is
+# Operations: Prometheus metrics at /metrics (ops/metrics.py), off unless a token or an allow-list is
 # set. Scrapers send `Authorization: Bearer <LABQUEUE_METRICS_TOKEN>`, or come from an address or CIDR
 # network on LABQUEUE_METRICS_ALLOW (compared with REMOTE_ADDR: behind a proxy, that is the proxy's address).
 LABQUEUE_METRICS_TOKEN = env("LABQUEUE_METRICS_TOKEN")
@@ -469,7 +470,7 @@ for _network in LABQUEUE_METRICS_ALLOW:
         ipaddress.ip_network(_network, strict=False)
     except ValueError:
         raise ImproperlyConfigured(f"LABQUEUE_METRICS_ALLOW: {_network!r} is not an IP address or CIDR network.")
-# `manage.py doctor` (reports/doctor.py) checks munge with `munge -n | unmunge` on munge's default socket, or on
+# `manage.py doctor` (ops/doctor.py) checks munge with `munge -n | unmunge` on munge's default socket, or on
 # this one when set (where the site's Slurm uses AuthInfo=socket=...).
 LABQUEUE_MUNGE_SOCKET = env("LABQUEUE_MUNGE_SOCKET")
 # Celery keeps these settings (portal/celery.py configures its processes' logging from LOGGING).

@@ -5,8 +5,8 @@ from django.views.generic import RedirectView
 from portal.views import admin_login, password_reset_off
 
 urlpatterns = [
-    path("", include("reports.health")),  # /healthz and /readyz
-    path("", include("reports.metrics")),  # /metrics (off unless a token or an allow-list is set)
+    path("", include("ops.health")),  # /healthz and /readyz
+    path("", include("ops.metrics")),  # /metrics (off unless a token or an allow-list is set)
     path("accounts/", include("allauth.urls")),
     # Reached only while local passwords are off: with them on, allauth's own reset page comes first.
     path("accounts/password/reset/", password_reset_off, name="password-reset-off"),

@@ -98,7 +98,7 @@ def usage_records_save(*, cluster: str, records: Iterable["slurm.AcctRecord"], n
 
     Anyone can give a job any name, so a record is linked only when it ran as the portal job's cluster
     user: another user's job named after a portal job stays unlinked (outside the portal). A record of a
-    person the portal forgot (reports.forget) is filed under their pseudonym, as their older records are."""
+    person the portal forgot (ops.forget) is filed under their pseudonym, as their older records are."""
     records = [record for record in records if record.submit is not None]
     forgotten = forgotten_netids({record.user for record in records})
     if forgotten:

@@ -1,4 +1,4 @@
-"""The stable pseudonym that replaces the cluster username of a person the portal forgot (reports.forget).
+"""The stable pseudonym that replaces the cluster username of a person the portal forgot (ops.forget).
 
 `former-` and 16 hex digits of an HMAC of the netid keyed with the site's secret key: the same netid always
 gives the same pseudonym (so a usage ingest can file a forgotten person's late accounting records under it),

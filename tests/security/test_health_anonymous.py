@@ -11,13 +11,15 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def broker_refusing(monkeypatch):
-    """The broker the portal is configured for does not answer (a port nothing listens on)."""
-    monkeypatch.setattr(app.conf, "broker_url", "redis://:not-the-password@127.0.0.1:9/0")
-    monkeypatch.setattr(app.conf, "broker_write_url", None)
+    """The broker the check connects to does not answer (a port nothing listens on). Only the check's own
+    connection is redirected: the app's configuration and its connection pool stay as they are for the
+    tests after this one."""
+    connect = app.connection_for_write
+    monkeypatch.setattr(app, "connection_for_write", lambda: connect(url="redis://:not-the-password@127.0.0.1:9/0"))
 
 
 def test_an_anonymous_readyz_shows_no_error_text_which_goes_to_the_log(client, broker_refusing, caplog):
-    with caplog.at_level(logging.WARNING, logger="reports.health"):
+    with caplog.at_level(logging.WARNING, logger="ops.health"):
         response = client.get("/readyz")
 
     assert response.status_code == 503

@@ -3,7 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import filesizeformat
 
-from reports.forget import ForgetRefused, person_forget
+from ops.forget import ForgetRefused, person_forget
 
 
 class Command(BaseCommand):

@@ -1,9 +1,9 @@
 """`manage.py doctor [--user NETID]`: is this installation ready? Each check says OK, FAIL, WARN or SKIP, with
-the fix; the exit status is 1 when any check fails (a warning does not). The checks are in reports/doctor.py."""
+the fix; the exit status is 1 when any check fails (a warning does not). The checks are in ops/doctor.py."""
 
 from django.core.management.base import BaseCommand
 
-from reports.doctor import FAIL, WARN, doctor_run
+from ops.doctor import FAIL, WARN, doctor_run
 
 
 class Command(BaseCommand):

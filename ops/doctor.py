@@ -29,9 +29,9 @@ from django.utils import timezone
 import slurm
 from courses.scripting import SCRIPT_NAME
 from jobs.workdir import WorkdirError, WorkdirUnavailable, job_workdir, workdir_probe
+from ops.health import PERIODS_BEHIND, job_sync_last, job_sync_period
 from portal.celery import app
 from portal.identity import netid_refusal
-from reports.health import PERIODS_BEHIND, job_sync_last, job_sync_period
 from slurm import runner
 
 OK, FAIL, SKIP, WARN = "OK", "FAIL", "SKIP", "WARN"

@@ -12,7 +12,7 @@ from jobs.tasks import jobs_sync
 from slurm import runner
 from tests.conftest import job_row, submit_form
 from tests.http_helpers import celery_queue_clear
-from tests.reports.metrics_helpers import TOKEN, scrape
+from tests.ops.metrics_helpers import TOKEN, scrape
 from tests.service_account import as_service_account
 
 pytestmark = pytest.mark.slurm
@@ -100,7 +100,7 @@ def test_periodic_work_that_never_ran_is_infinitely_behind(client, db):
 
     assert samples[("labqueue_job_sync_lag_seconds", ())] == math.inf
     assert samples[("labqueue_usage_ingest_lag_seconds", ())] == math.inf
-    assert samples[("labqueue_association_sync_age_seconds", ())] == math.inf
+    assert samples[("labqueue_association_reconcile_age_seconds", ())] == math.inf
 
     jobs_sync()
     assert scrape(client)[("labqueue_job_sync_lag_seconds", ())] < 60

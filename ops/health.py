@@ -4,7 +4,7 @@ when a check fails, naming it. Neither needs a login nor shows anything about pe
 failed check found (an error's own text can name a database user or a host) is logged, and shown in the
 answer to staff only: anyone else gets each check's name and whether it passed.
 
-In reports, the top layer, because it reads the heartbeats of jobs, clusterpolicy and reports.
+In ops, the top layer, because it reads the heartbeats of jobs, clusterpolicy and reports.
 """
 
 import logging
@@ -41,7 +41,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         ("broker", _broker),
         ("job_sync", _job_sync),
         ("usage_ingest", _usage_ingest),
-        ("association_sync", _association_sync),
+        ("association_reconcile", _association_reconcile),
     ):
         try:
             problem = check()
@@ -92,7 +92,7 @@ def usage_ingest_last() -> datetime | None:
     return cursor.last_success_at if cursor else None
 
 
-def association_sync_last() -> datetime | None:
+def association_reconcile_last() -> datetime | None:
     """When the last (not dry-run) association reconciliation finished."""
     run = AssociationRun.objects.filter(dry_run=False).exclude(finished_at=None).order_by("-finished_at").first()
     return run.finished_at if run else None
@@ -106,8 +106,8 @@ def _usage_ingest() -> str:
     return _behind(usage_ingest_last(), settings.LABQUEUE_USAGE_INGEST_SECONDS, "usage ingest")
 
 
-def _association_sync() -> str:
-    return _behind(association_sync_last(), settings.LABQUEUE_RECONCILE_SECONDS, "the association sync")
+def _association_reconcile() -> str:
+    return _behind(association_reconcile_last(), settings.LABQUEUE_RECONCILE_SECONDS, "the association reconciliation")
 
 
 urlpatterns = [

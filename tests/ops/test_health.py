@@ -48,7 +48,7 @@ def test_readyz_is_ready_once_the_worker_has_done_each_periodic_task_and_not_whe
     assert behind.json()["checks"]["job_sync"]["detail"].startswith("the job-status sync last finished 30")
 
 
-def test_readyz_fails_when_usage_ingest_or_the_association_sync_falls_behind(admin_client, db, settings):
+def test_readyz_fails_when_usage_ingest_or_the_association_reconciliation_falls_behind(admin_client, db, settings):
     jobs_sync()
     usage_ingest()
     associations_reconcile()
@@ -62,4 +62,4 @@ def test_readyz_fails_when_usage_ingest_or_the_association_sync_falls_behind(adm
     checks = response.json()["checks"]
     assert checks["job_sync"]["ok"] is True
     assert checks["usage_ingest"]["detail"].startswith("usage ingest last finished 86")
-    assert checks["association_sync"]["detail"].startswith("the association sync last finished 86")
+    assert checks["association_reconcile"]["detail"].startswith("the association reconciliation last finished 86")

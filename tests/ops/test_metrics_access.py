@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.reports.metrics_helpers import TOKEN
+from tests.ops.metrics_helpers import TOKEN
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def test_the_token_reads_the_metrics_in_prometheus_text_format(client, db, metri
         "labqueue_job_submissions_total",
         "labqueue_job_sync_lag_seconds",
         "labqueue_usage_ingest_lag_seconds",
-        "labqueue_association_sync_age_seconds",
+        "labqueue_association_reconcile_age_seconds",
         "labqueue_celery_queue_length",
         "labqueue_slurm_command_seconds",
         "labqueue_slurm_command_failures_total",

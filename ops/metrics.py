@@ -9,15 +9,15 @@ Everything is read when the scraper asks, so any web process answers the same:
 
 - jobs by status and the submissions total from PostgreSQL (one GROUP BY; every job row is a submission,
   retries included);
-- how long ago the job-status sync, the usage ingest and the association sync last finished, from the
-  rows /readyz reads (reports/health.py); +Inf when one has never finished, so an alert on a threshold fires;
+- how long ago the job-status sync, the usage ingest and the association reconciliation last finished, from the
+  rows /readyz reads (ops/health.py); +Inf when one has never finished, so an alert on a threshold fires;
 - the Celery queue length: LLEN of the default queue's list in the Redis broker;
 - Slurm commands by tool, with their time and failures.
 
 Slurm commands run in the worker (and a few in the web processes) while /metrics is served by a web
 process, so counts kept in one process's memory would be useless. The runner (slurm/runner.py) calls its
 observers after every command, and :func:`command_observed`, registered when Django starts
-(reports/apps.py), adds the command to one Redis hash in the broker's database: HINCRBY for the count and
+(ops/apps.py), adds the command to one Redis hash in the broker's database: HINCRBY for the count and
 the failures, HINCRBYFLOAT for the seconds, in one round trip. Redis rather than PostgreSQL because an
 increment there costs no transaction and no row lock on a hot row in every sync cycle, and the broker is
 already a dependency of every process. The counts live as long as that Redis database (a restart of a
@@ -43,7 +43,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 
 from jobs.models import Job, Status
-from reports.health import association_sync_last, job_sync_last, usage_ingest_last
+from ops.health import association_reconcile_last, job_sync_last, usage_ingest_last
 from slurm.runner import Command
 
 logger = logging.getLogger(__name__)
@@ -118,9 +118,9 @@ class PortalCollector:
             ("labqueue_job_sync_lag_seconds", "Seconds since the job-status sync last finished.", job_sync_last()),
             ("labqueue_usage_ingest_lag_seconds", "Seconds since usage was last ingested.", usage_ingest_last()),
             (
-                "labqueue_association_sync_age_seconds",
-                "Seconds since the association sync last finished.",
-                association_sync_last(),
+                "labqueue_association_reconcile_age_seconds",
+                "Seconds since the association reconciliation last finished.",
+                association_reconcile_last(),
             ),
         ):
             yield GaugeMetricFamily(name, help_text, value=(now - last).total_seconds() if last else math.inf)

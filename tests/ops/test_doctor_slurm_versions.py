@@ -1,7 +1,7 @@
 """Which Slurm client releases doctor accepts for a controller: the same major release, or one up to two
 major releases older (three from 24.11 on, Slurm's upgrade guide); never a newer one. Pure: no cluster."""
 
-from reports.doctor import slurm_version_problem
+from ops.doctor import slurm_version_problem
 
 
 def test_the_same_major_release_is_compatible_whatever_the_maintenance_release():

@@ -42,6 +42,8 @@ PREVIOUS = "48648d5ba8c0212d478868d627189ac5045976cd"
 RELEASES = Path("/var/lib/labqueue/test-releases")
 BIN = Path(sys.executable).parent
 ASSIGNMENT = "/courses/cs101-demo/assignments/gpu-hello/"
+#: Where the previous release's assignment page posts its form (this release's posts to the page itself, and
+#: still takes a POST at the old address, for a form opened before the update).
 SUBMIT = "/jobs/submit/cs101-demo/gpu-hello/"
 
 
@@ -125,11 +127,13 @@ def previous_checkout() -> Iterator[Path]:
 
 
 def submit(browser: requests.Session, base: str) -> str:
-    """Submit the demo assignment (8 one-second epochs) through the form as shown; the job's uuid."""
+    """Submit the demo assignment (8 one-second epochs) through the form as shown, to the address that release's
+    form posts to; the job's uuid."""
     page = browser.get(base + ASSIGNMENT, timeout=60)
     assert page.status_code == 200, page.text[-2000:]
-    fields = {**form_fields(page.text, action=SUBMIT), "EPOCHS": "8"}
-    sent = browser.post(base + SUBMIT, data=fields, headers={"Referer": page.url}, timeout=60, allow_redirects=False)
+    action = SUBMIT if f'action="{SUBMIT}"' in page.text else ASSIGNMENT
+    fields = {**form_fields(page.text, action=action), "EPOCHS": "8"}
+    sent = browser.post(base + action, data=fields, headers={"Referer": page.url}, timeout=60, allow_redirects=False)
     assert sent.status_code == 302, sent.text[-2000:]
     return sent.headers["Location"].strip("/").split("/")[-1]
 

@@ -13,7 +13,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := DATABASE_URL=$(TEST_DATABASE_URL) LABQUEUE_REDIS_URL=$(TEST_REDIS_URL) LABQUEUE_SECRET_KEY=test-only-secret
 # Coverage floors (branch coverage), enforced when the whole suite runs: 90% on the app,
 # 95% on the critical paths below.
-CRITICAL := jobs/services.py,jobs/lifecycle.py,jobs/dispatch.py,jobs/models.py,jobs/workdir.py,jobs/files.py,jobs/uploads.py,slurm/*,courses/scripting.py,courses/policy.py,courses/roster.py,clusterpolicy/associations.py,clusterpolicy/plan.py,clusterpolicy/labs.py,portal/auth.py,portal/sso.py,portal/identity.py,courses/patterns.py,jobs/enqueue.py,reports/queries.py,reports/reconciliation.py
+CRITICAL := jobs/services.py,jobs/lifecycle.py,jobs/dispatch.py,jobs/models.py,jobs/workdir.py,jobs/staging.py,jobs/files.py,jobs/uploads.py,slurm/*,courses/scripting.py,courses/policy.py,courses/roster.py,clusterpolicy/associations.py,clusterpolicy/plan.py,clusterpolicy/labs.py,portal/auth.py,portal/sso.py,portal/identity.py,courses/patterns.py,jobs/enqueue.py,reports/queries.py,reports/reconciliation.py
 ifeq ($(strip $(PYTEST_ARGS)),)
 COVERAGE := --cov --cov-report=term --cov-fail-under=90
 COVERAGE_CRITICAL := $(VENV)/bin/coverage report --include='$(CRITICAL)' --fail-under=95

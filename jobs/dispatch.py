@@ -25,7 +25,8 @@ from jobs.explanations import explain
 from jobs.lifecycle import job_transition
 from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.selectors import job_starter_files
-from jobs.workdir import WorkdirError, WorkdirUnavailable, staging_dir, workdir_submit
+from jobs.staging import staging_dir
+from jobs.workdir import WorkdirError, WorkdirUnavailable, workdir_submit
 from portal.identity import netid_refusal
 from portal.logs import job_logging
 from slurm import reservations, states

@@ -20,8 +20,8 @@ from jobs.forms import ResubmitForm, new_submission_key, submission_key
 from jobs.models import Job
 from jobs.selectors import job_get_for_user, job_script_change, job_version_change
 from jobs.services import job_enrollment_check, job_resubmit
+from jobs.staging import staging_dir
 from jobs.uploads import uploads_kept, uploads_send
-from jobs.workdir import staging_dir
 
 
 @require_http_methods(["GET", "POST"])

@@ -30,8 +30,9 @@ from django.utils import timezone
 
 from jobs import files
 from jobs.models import TERMINAL, Job, JobEvent
+from jobs.staging import staging_remove, staging_size
 from jobs.uploads import kept_root
-from jobs.workdir import Removed, WorkdirError, WorkdirUnavailable, staging_remove, staging_size, workdir_remove
+from jobs.workdir import Removed, WorkdirError, WorkdirUnavailable, workdir_remove
 
 log = logging.getLogger(__name__)
 

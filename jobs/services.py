@@ -24,7 +24,8 @@ from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.lifecycle import job_transition
 from jobs.models import ACTIVE_IN_SLURM, TERMINAL, Job, JobEvent, JobNote, Status
 from jobs.selectors import student_gpu_hours, student_live_jobs
-from jobs.workdir import job_workdir, staging_clear, staging_dir
+from jobs.staging import staging_clear, staging_dir
+from jobs.workdir import job_workdir
 
 
 class NotEnrolled(PermissionDenied):

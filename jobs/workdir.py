@@ -1,4 +1,5 @@
-"""Making a job's working directory on the cluster file system (worker side only).
+"""Making a job's working directory on the cluster file system (worker side only; the uploads the web
+side keeps for a job until then are jobs.staging).
 
 The worker never writes into a student's directory itself. It lists the script and the job's files and
 hands them to the job-directory helper (scripts/labqueue-jobdir, installed at LABQUEUE_JOBDIR_HELPER),
@@ -14,7 +15,6 @@ import logging
 import os
 import pwd
 import re
-import shutil
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -44,11 +44,6 @@ class WorkdirUnavailable(Exception):
 
 def job_workdir(*, netid: str, job_uuid: str) -> Path:
     return Path(settings.LABQUEUE_JOB_ROOT) / netid / job_uuid
-
-
-def staging_dir(job_uuid: str) -> Path:
-    """Where the web process keeps a job's uploads until the worker copies them."""
-    return Path(settings.MEDIA_ROOT) / "uploads" / job_uuid
 
 
 def workdir_submit(
@@ -203,10 +198,6 @@ def _add(listing, name: str, data: bytes) -> None:
     listing.write(data)
 
 
-def staging_clear(job_uuid: str) -> None:
-    shutil.rmtree(staging_dir(job_uuid), ignore_errors=True)
-
-
 _REMOVED = re.compile(r"removed files=(\d+) directories=(\d+) bytes=(\d+)")
 
 
@@ -242,21 +233,3 @@ def workdir_remove(*, workdir: str, netid: str) -> Removed:
     if found is None:
         return Removed()  # "absent": nothing was there (never made, or removed before)
     return Removed(*(int(number) for number in found.groups()))
-
-
-def staging_size(job_uuid: str) -> tuple[int, int]:
-    """Files and bytes of a job's staged uploads (the portal's own files)."""
-    folder = staging_dir(job_uuid)
-    if not folder.is_dir():
-        return 0, 0
-    with os.scandir(folder) as entries:
-        sizes = [entry.stat(follow_symlinks=False).st_size for entry in entries if entry.is_file(follow_symlinks=False)]
-    return len(sizes), sum(sizes)
-
-
-def staging_remove(job_uuid: str) -> None:
-    """Delete a job's staged uploads (gone already is fine); raises OSError when they cannot be deleted."""
-    try:
-        shutil.rmtree(staging_dir(job_uuid))  # does not follow symlinks
-    except FileNotFoundError:
-        pass

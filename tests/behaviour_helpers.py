@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from portal.celery import app
 from tests.conftest import dispatch, submit_form, wait_for_status
 from tests.lab import lab_slurm_conf, slurm_tool

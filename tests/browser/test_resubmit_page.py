@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from tests.browser.conftest import PHONE, axe_violations
 from tests.browser.test_phone_pages import TOO_WIDE
 from tests.conftest import job_row

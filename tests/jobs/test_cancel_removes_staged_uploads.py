@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from tests.conftest import submit_form
 
 

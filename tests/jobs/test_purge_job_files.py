@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from courses.models import Assignment
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from reports.models import UsageRecord
 from tests.behaviour_helpers import job_that_ran
 from tests.conftest import dispatch, jobdir_helper_install, submit_form, wait_for_status

@@ -10,7 +10,7 @@ from django.utils import timezone
 from courses.policy import Resources
 from jobs.models import Job, JobEvent, Status
 from jobs.services import job_resubmit
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from tests.conftest import job_row, submit_form
 
 NOTES = b"notes of attempt one 51c2\n"

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from courses.models import StarterFile
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from tests.conftest import dispatch, submit_form, wait_for_status
 
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 from courses.models import Role, StarterFile
 from jobs.dispatch import job_dispatch
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir
+from jobs.staging import staging_dir
 from slurm import runner
 from tests.conftest import make_user, submitted
 

@@ -18,7 +18,8 @@ from django.urls import reverse
 from courses.scripting import SCRIPT_NAME
 from jobs.dispatch import job_spec
 from jobs.models import Job, Status
-from jobs.workdir import staging_dir, workdir_submit
+from jobs.staging import staging_dir
+from jobs.workdir import workdir_submit
 from slurm.runner import command_log
 from tests.behaviour_helpers import slurm_job_ids
 from tests.conftest import dispatch, submitted

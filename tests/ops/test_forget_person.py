@@ -20,8 +20,8 @@ from django.urls import reverse
 
 from jobs.models import Job, JobNote, Status
 from jobs.services import job_note_add
+from jobs.staging import staging_dir
 from jobs.uploads import SESSION_KEY
-from jobs.workdir import staging_dir
 from reports.course_report import course_report
 from reports.ingest import usage_ingest
 from reports.models import UsageRecord

@@ -28,7 +28,7 @@ from django.urls import reverse
 from courses.models import Assignment, Course, Dataset, Role
 from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
-from tests.lab import slurm_tool
+from tests.lab import TEST_SITE_CEILINGS, slurm_tool
 from tests.local_passwords import local_passwords_on  # noqa: F401 (a fixture for every test)
 from tests.smtp_server import smtp_server  # noqa: F401 (a fixture for every test: a real SMTP server)
 
@@ -142,6 +142,8 @@ def job_root(request: pytest.FixtureRequest, tmp_path):
         student_folder(root, netid)
     settings.LABQUEUE_JOB_ROOT = root
     settings.MEDIA_ROOT = tmp_path / "media"
+    for name, value in TEST_SITE_CEILINGS.items():
+        setattr(settings, name, int(value))
     yield root
     cancel_jobs_under(root)
     shutil.rmtree(root, ignore_errors=True)

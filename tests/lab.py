@@ -33,3 +33,14 @@ def labcluster(*args: str) -> None:
     """Run the lab cluster's `scripts/labcluster ARGS` (e.g. "fail-node", "gpu2") for the cluster under test."""
     command = shlex.split(os.environ.get("LABQUEUE_LAB_CONTROL") or "scripts/labcluster")
     subprocess.run([*command, *args], check=True, cwd=REPO)
+
+
+#: The lab is one cluster every test shares: tests run as a site without ceilings on jobs per student, GPU-hours
+#: and course-wide GPUs (0), so a reconciliation in one test never leaves the shipped defaults in Slurm for the
+#: tests after it. The tests of ceilings set their own (tests/security/test_instructor_policy_*), and those of
+#: the shipped defaults read them from a fresh process (test_instructor_policy_default_ceilings.py).
+TEST_SITE_CEILINGS = {
+    "LABQUEUE_CEILING_JOBS_PER_STUDENT": "0",
+    "LABQUEUE_CEILING_GPU_HOURS_PER_STUDENT": "0",
+    "LABQUEUE_CEILING_GPUS_PER_COURSE": "0",
+}

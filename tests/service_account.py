@@ -29,6 +29,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test import Client
 
+from tests.lab import TEST_SITE_CEILINGS
+
 SERVICE_ACCOUNT = "labqueue"
 REPO = Path(__file__).resolve().parent.parent
 MEDIA_BASE = Path("/var/lib/labqueue/test-media")
@@ -64,6 +66,7 @@ def service_env(settings, **extra: str) -> dict[str, str]:
         "LABQUEUE_JOBDIR_HELPER": settings.LABQUEUE_JOBDIR_HELPER,
         "LABQUEUE_SLURM_RUN_AS_PREFIX": "sudo -n -u {user}",
         "LABQUEUE_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        **{name: str(getattr(settings, name)) for name in TEST_SITE_CEILINGS},  # as this test's settings say
     }
     env.update(extra)
     return env

@@ -16,7 +16,7 @@ from tests.service_account import as_service_account, running_portal, service_me
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]
 
-SUBMIT = "/jobs/submit/cs101-demo/gpu-hello/"
+SUBMIT = "/courses/cs101-demo/assignments/gpu-hello/"  # the assignment page posts to itself
 
 
 @pytest.fixture

@@ -82,6 +82,7 @@ def labs_tick() -> None:
         labs.labs_tick()
         if dispatch.jobs_leave_ended_labs():
             labs.labs_release_ended()  # the reservations those jobs were waiting for
+        dispatch.jobs_release_lab_holds()
     except SlurmUnavailable as error:
         log.warning("Lab reservations not updated, Slurm did not answer: %s", error)
 

@@ -148,3 +148,15 @@ def job_reservation_clear(job_id: str) -> None:
         runner.run(["scontrol", "release", job_id])
     except SlurmRejected as error:
         logger.info("slurm: could not clear the reservation of job %s: %s", job_id, error)
+
+
+def jobs_release(job_ids: Sequence[str]) -> None:
+    """Release jobs Slurm held when a reservation they had left was deleted after all (RESV_DEL_HOLD): one call.
+
+    Slurm holds a pending job whose reservation it deletes, and may do so after the job was moved out of it
+    (the reservation's deletion, by Slurm at its end or by the portal, races the move)."""
+    if job_ids:
+        try:
+            runner.run(["scontrol", "release", ",".join(check_job_id(job_id) for job_id in job_ids)])
+        except SlurmRejected as error:
+            logger.info("slurm: could not release jobs %s: %s", ",".join(job_ids), error)

@@ -365,3 +365,14 @@ def jobs_leave_ended_labs() -> int:
         )
         moved += 1
     return moved
+
+
+def jobs_release_lab_holds() -> int:
+    """Release portal jobs the portal already moved out of an ended lab that Slurm held all the same
+    (RESV_DEL_HOLD: the reservation's deletion raced the move); the sync recorded the state. One Slurm call."""
+    held = Job.objects.filter(status=Status.PENDING, reservation="", slurm_state="RESV_DEL_HOLD").exclude(
+        slurm_job_id=""
+    )
+    ids = list(held.values_list("slurm_job_id", flat=True))
+    reservations.jobs_release(ids)
+    return len(ids)

@@ -95,6 +95,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "portal.logs.RequestIdMiddleware",  # first, so every log line of the request carries its id
+    "ops.metrics.RequestMetricsMiddleware",  # requests by view and status, and their time (/metrics)
+    "portal.head.HeadAsGetMiddleware",  # HEAD answered as GET without the body (monitors probe with HEAD)
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -285,3 +285,21 @@ def test_no_heartbeat_of_the_job_status_sync_fails_and_says_to_start_one_beat(se
     detail, fix = failed(checks, "beat")
     assert detail == "the job-status sync has never finished"
     assert fix.startswith("Start exactly one Celery beat")
+
+
+def test_in_debug_mode_missing_static_files_are_no_failure_since_debug_serves_them(settings):
+    missing = media(settings) / "never-collected"
+
+    status, checks = doctor(settings, LABQUEUE_STATIC_ROOT=str(missing), LABQUEUE_DEBUG="1")
+
+    assert checks["static files"][0] == "OK", checks["static files"]
+    assert "LABQUEUE_DEBUG=1 serves the static files" in checks["static files"][1]
+
+
+def test_the_beat_check_names_the_sync_interval_beat_really_uses(settings):
+    jobs_sync()  # a heartbeat just now
+
+    status, checks = doctor(settings, LABQUEUE_SYNC_SECONDS="2")
+
+    assert checks["beat"][0] == "OK", checks["beat"]
+    assert checks["beat"][1].endswith("(every 2 s)"), checks["beat"]

@@ -1,17 +1,21 @@
-"""A job's output files shown in the browser ("View" beside "Download"): text and CSV in the page,
-images through their own strictly typed endpoint, notebooks rendered read-only and sanitised.
+"""A job's output files in the browser (web side): one file downloaded, all of them as a zip made while it is
+sent, and each shown in the page ("View" beside "Download"): text and CSV in the page, images through their
+own strictly typed endpoint, notebooks rendered read-only and sanitised.
 
 Every read goes through jobs.files (no symlinks, nothing outside the job directory, only the student's own
-single-link files) and is capped; who may look is decided by job_get_for_user, as for downloads.
+single-link files, names by files.name_problem as the job page lists them) and is capped; who may look is
+decided by job_get_for_user.
 """
 
 import os
 from uuid import UUID
 
 from csp.decorators import csp_update
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
@@ -21,6 +25,45 @@ from jobs.selectors import job_get_for_user
 
 #: The image endpoint's policy: nothing loads, nothing runs, even if the bytes are opened as a document.
 IMAGE_CSP = "default-src 'none'; sandbox"
+FILES_PURGED = (
+    "This job's files were removed under the portal's retention policy for finished jobs, so there is nothing "
+    "to download. Its record and results summary stay on this page."
+)
+
+
+@require_GET
+@login_required
+def job_file(request: HttpRequest, job_uuid: UUID, path: str) -> HttpResponse:
+    job = job_get_for_user(user=request.user, job_uuid=job_uuid)
+    try:
+        fd = files.open_file(job.workdir, path)
+    except files.UnsafePath:
+        return _missing(request, job, path)
+    return FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=os.path.basename(path))
+
+
+@require_GET
+@login_required
+def job_zip(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
+    """All the job's files in one zip, streamed: the first bytes leave before the last file is read."""
+    job = job_get_for_user(user=request.user, job_uuid=job_uuid)
+    if job.files_purged_at is not None:
+        messages.error(request, FILES_PURGED)
+        return redirect("jobs:job-detail", job_uuid=job.uuid)
+    folder = f"{job.assignment.slug}-{str(job.uuid)[:8]}"
+    try:
+        chunks = files.zip_stream(job.workdir, folder=folder, max_bytes=settings.LABQUEUE_ZIP_MAX_BYTES)
+    except files.TooLarge as error:
+        messages.error(request, f"{error} Download the files one at a time instead.")
+        return redirect("jobs:job-detail", job_uuid=job.uuid)
+    response = StreamingHttpResponse(chunks, content_type="application/zip")
+    response["Content-Disposition"] = content_disposition_header(True, f"{folder}.zip")
+    return response
+
+
+def _missing(request: HttpRequest, job, path: str) -> HttpResponse:
+    context = {"job": job, "path": path, "problem": files.name_problem(path)}
+    return render(request, "jobs/job_file_missing.html", context, status=404)
 
 
 @require_GET
@@ -32,7 +75,7 @@ def job_file_view(request: HttpRequest, job_uuid: UUID, path: str) -> HttpRespon
     try:
         contents = _contents(job.workdir, path, kind)
     except files.UnsafePath:
-        return render(request, "jobs/job_file_missing.html", {"job": job, "path": path}, status=404)
+        return _missing(request, job, path)
     context = {"job": job, "path": path, "kind": kind, "text_max": previews.TEXT_MAX_BYTES, **contents}
     return render(request, "jobs/job_file_view.html", context)
 
@@ -83,7 +126,6 @@ def job_file_image(request: HttpRequest, job_uuid: UUID, path: str) -> HttpRespo
     response = HttpResponse(data, content_type=content_type)
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = IMAGE_CSP  # django-csp leaves a header a view has set
-    # A header cannot hold a line break: "_" for any control character, as for downloads.
-    filename = "".join("_" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in os.path.basename(path))
-    response["Content-Disposition"] = content_disposition_header(False, filename)
+    # files.name_problem let no line break or other control character through to this header.
+    response["Content-Disposition"] = content_disposition_header(False, os.path.basename(path))
     return response

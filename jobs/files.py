@@ -17,11 +17,12 @@ MAX_SCANNED_ENTRIES entries, however the job shaped its directory.
 
 import os
 import stat
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
-from tempfile import SpooledTemporaryFile
+from zipfile import ZIP_DEFLATED
+
+from zipstream import ZipStream
 
 MAX_LISTED_FILES = 500
 #: Directories deeper than this below the job directory are not walked into.
@@ -43,16 +44,36 @@ class JobFile:
 
     # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
     def linkable(self) -> bool:
-        """Whether the name can be put in a download link (a URL path cannot hold a line break)."""
-        return not _has_control(self.path)
+        """Whether the file is offered: linked, viewed, downloaded and zipped (name_problem says why not)."""
+        return name_problem(self.path) is None
 
     linkable = property(linkable)
 
     def shown_path(self) -> str:
-        """The name with line breaks and other control characters made visible (\\n, \\x1b, ...)."""
-        return "".join(repr(ch)[1:-1] if _is_control(ch) else ch for ch in self.path)
+        """The name with line breaks, other control characters and bytes that are not UTF-8 made visible
+        (\\n, \\x1b, \\udcff, ...)."""
+        return "".join(repr(ch)[1:-1] if _is_control(ch) or _is_undecodable(ch) else ch for ch in self.path)
 
     shown_path = property(shown_path)
+
+    @property
+    def problem(self) -> str | None:
+        """Why the file is not offered, in words for its page; None when it is."""
+        return name_problem(self.path)
+
+
+def name_problem(path: str) -> str | None:
+    """Why a file at `path` (relative to the job directory) is not offered, or None when it is. The one rule for
+    the job page's list, the viewer, single downloads and the zip, so what the page cannot link is neither
+    viewed, downloaded nor zipped: a line break or escape sequence in a zip entry's name reaches the terminal
+    of whoever lists the archive, and a backslash is a folder separator to Windows' unzip (``..\\..\\x``)."""
+    if _has_control(path):
+        return "its name holds a line break or another control character"
+    if "\\" in path:
+        return "its name holds a backslash, which Windows reads as a folder separator"
+    if any(_is_undecodable(ch) for ch in path):
+        return "its name is not valid UTF-8 text"
+    return None
 
 
 def _is_control(ch: str) -> bool:
@@ -63,8 +84,13 @@ def _has_control(text: str) -> bool:
     return any(_is_control(ch) for ch in text)
 
 
+def _is_undecodable(ch: str) -> bool:
+    """A byte of the name that is not UTF-8, as os.fsdecode keeps it (a lone surrogate, U+DC80 to U+DCFF)."""
+    return "\udc80" <= ch <= "\udcff"
+
+
 def _parts(relative: str) -> list[str]:
-    if not relative or "\x00" in relative or relative.startswith("/") or "\\" in relative:
+    if not relative or relative.startswith("/") or name_problem(relative) is not None:
         raise UnsafePath(relative)
     parts = relative.split("/")
     if any(part in ("", ".", "..") for part in parts):
@@ -215,23 +241,37 @@ class TooLarge(Exception):
     pass
 
 
-def build_zip(root: str, *, folder: str, max_bytes: int) -> SpooledTemporaryFile:
-    """Every servable file under root in one zip (in a temporary file), inside `folder/`. Each file is read
-    only up to the size its walk found, which is what was checked against `max_bytes`."""
-    files = list(_walk(root))  # all of them: list_files stops at MAX_LISTED_FILES
-    if sum(info.st_size for _, info in files) > max_bytes:
+#: How much of a file is read (and handed to the compressor) at a time while a zip streams.
+ZIP_CHUNK_BYTES = 256 * 1024
+
+
+def zip_stream(root: str, *, folder: str, max_bytes: int) -> Iterator[bytes]:
+    """Every offered file under root (name_problem) as one zip inside `folder/`, made while it is sent: the
+    walk and the size check happen now, so a job over `max_bytes` raises TooLarge before the first byte; the
+    returned chunks open, read and compress one file at a time, so memory stays flat however large the zip."""
+    found = [(path, info.st_size) for path, info in _walk(root) if name_problem(path) is None]
+    if sum(size for _, size in found) > max_bytes:
         raise TooLarge(f"The job's files add up to more than {max_bytes // (1024 * 1024)} MB.")
-    spool = SpooledTemporaryFile(max_size=16 * 1024 * 1024)
-    with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for path, info in files:
-            try:
-                fd = open_file(root, path)
-            except UnsafePath:
-                continue
-            with os.fdopen(fd, "rb") as source, archive.open(f"{folder}/{path}", "w") as target:
-                remaining = info.st_size  # what was counted against the cap, however the job grows the file now
-                while remaining and (chunk := source.read(min(remaining, 1024 * 1024))):
-                    target.write(chunk)
-                    remaining -= len(chunk)
-    spool.seek(0)
-    return spool
+    return _zip_chunks(root, folder, found)
+
+
+def _zip_chunks(root: str, folder: str, found: list[tuple[str, int]]) -> Iterator[bytes]:
+    archive = ZipStream(compress_type=ZIP_DEFLATED)
+    for path, size in found:
+        try:
+            fd = open_file(root, path)
+        except UnsafePath:
+            continue  # gone, or swapped for a link, since the walk
+        with os.fdopen(fd, "rb") as source:
+            archive.add(_read_up_to(source, size), f"{folder}/{path}", size=size)
+            yield from archive.all_files()
+    yield from archive.footer()
+
+
+def _read_up_to(source, size: int) -> Iterator[bytes]:
+    """The file's bytes, never more than the size its walk found, which is what was checked against the cap,
+    however the job grows the file meanwhile."""
+    remaining = size
+    while remaining and (chunk := source.read(min(remaining, ZIP_CHUNK_BYTES))):
+        remaining -= len(chunk)
+        yield chunk

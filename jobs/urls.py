@@ -26,10 +26,10 @@ job_patterns = [
     path("<uuid:job_uuid>/notes/", views.job_note_create, name="job-note-create"),
     path("<uuid:job_uuid>/review/", views.job_review_view, name="job-review"),
     path("<uuid:job_uuid>/log/<str:stream>/", views.job_log, name="job-log"),
-    path("<uuid:job_uuid>/files/<path:path>", views.job_file, name="job-file"),
+    path("<uuid:job_uuid>/files/<path:path>", file_views.job_file, name="job-file"),
     path("<uuid:job_uuid>/view/<path:path>", file_views.job_file_view, name="job-file-view"),
     path("<uuid:job_uuid>/image/<path:path>", file_views.job_file_image, name="job-file-image"),
-    path("<uuid:job_uuid>/download.zip", views.job_zip, name="job-zip"),
+    path("<uuid:job_uuid>/download.zip", file_views.job_zip, name="job-zip"),
 ]
 
 urlpatterns = [

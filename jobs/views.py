@@ -1,4 +1,3 @@
-import os
 import re
 import sys
 from uuid import UUID
@@ -7,7 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.cache import get_conditional_response, patch_cache_control
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -45,10 +44,6 @@ from jobs.services import (
 from jobs.uploads import uploads_kept, uploads_send
 
 LOG_PAGE_BYTES = 64 * 1024
-FILES_PURGED = (
-    "This job's files were removed under the portal's retention policy for finished jobs, so there is nothing "
-    "to download. Its record and results summary stay on this page."
-)
 PAGE_RE = re.compile(r"[0-9]+")
 
 
@@ -193,35 +188,6 @@ def job_cancel_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     else:
         messages.success(request, "Cancel requested. The job stops within a few seconds.")
     return redirect("jobs:job-detail", job_uuid=job.uuid)
-
-
-@require_GET
-@login_required
-def job_file(request: HttpRequest, job_uuid: UUID, path: str) -> HttpResponse:
-    job = job_get_for_user(user=request.user, job_uuid=job_uuid)
-    try:
-        fd = files.open_file(job.workdir, path)
-    except files.UnsafePath:
-        raise Http404("No such file in this job's directory.")
-    # A header cannot hold a line break: the saved file's name gets "_" for any control character.
-    filename = "".join("_" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in os.path.basename(path))
-    return FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=filename)
-
-
-@require_GET
-@login_required
-def job_zip(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
-    job = job_get_for_user(user=request.user, job_uuid=job_uuid)
-    if job.files_purged_at is not None:
-        messages.error(request, FILES_PURGED)
-        return redirect("jobs:job-detail", job_uuid=job.uuid)
-    folder = f"{job.assignment.slug}-{str(job.uuid)[:8]}"
-    try:
-        archive = files.build_zip(job.workdir, folder=folder, max_bytes=settings.LABQUEUE_ZIP_MAX_BYTES)
-    except files.TooLarge as error:
-        messages.error(request, f"{error} Download the files one at a time instead.")
-        return redirect("jobs:job-detail", job_uuid=job.uuid)
-    return FileResponse(archive, as_attachment=True, filename=f"{folder}.zip", content_type="application/zip")
 
 
 @require_http_methods(["GET", "POST"])

@@ -359,14 +359,15 @@ def test_the_job_page_links_each_file_to_its_view(client, job):
     assert f'href="{view}" aria-label="View results/metrics.csv">View</a>' in page
 
 
-def test_a_file_named_with_a_carriage_return_is_viewed_and_its_image_served_under_a_usable_name(client, job):
+def test_a_file_named_with_a_carriage_return_is_not_viewed_as_the_job_page_does_not_link_it(client, job):
     write(job, "plot\r1.png", png())
 
     page = view(client, job, "plot\r1.png")
     response = image(client, job, "plot\r1.png")
 
-    assert page.status_code == 200 and "<img" in page.content.decode()
-    assert response.status_code == 200 and response["Content-Disposition"] == 'inline; filename="plot_1.png"'
+    assert page.status_code == 404 and "<img" not in page.content.decode()
+    assert "its name holds a line break or another control character" in page.content.decode()
+    assert response.status_code == 404
 
 
 def test_the_job_page_lists_each_file_with_its_size(client, job):

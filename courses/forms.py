@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from courses.hints import pattern_problem
-from courses.models import Assignment, Course, Hint
+from courses.models import Assignment, Course, Hint, LatePolicy
 from courses.policy import CEILING_FIELDS, Ceilings, ceiling_problems, resource_problems
 from courses.scripting import PORTAL_FILE_NAMES, Resources, validate_schema, validate_template
 
@@ -42,15 +42,35 @@ class AssignmentForm(forms.ModelForm):
             "mem_mb",
             "minutes",
             "max_attempts",
+            "opens_at",
+            "due_at",
+            "late_policy",
+            "grace_minutes",
         ]
-        labels = {"gpus": "GPUs", "cpus": "CPUs", "mem_mb": "Memory (MB)", "minutes": "Wall time (minutes)"}
-        widgets = {"script_template": forms.Textarea(attrs={"rows": 14, "class": "mono"})}
+        labels = {
+            "gpus": "GPUs",
+            "cpus": "CPUs",
+            "mem_mb": "Memory (MB)",
+            "minutes": "Wall time (minutes)",
+            "opens_at": "Opens",
+            "due_at": "Due",
+            "late_policy": "After the due date",
+            "grace_minutes": "Grace period (minutes)",
+        }
+        widgets = {
+            "script_template": forms.Textarea(attrs={"rows": 14, "class": "mono"}),
+            "opens_at": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+            "due_at": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        }
 
     def __init__(self, *args, course: Course, **kwargs):
         super().__init__(*args, **kwargs)
         self.course = course
         self.fields["datasets"].queryset = course.datasets.all()
         self.fields["datasets"].required = False
+        # Dates are optional: a form without them (an older client, a script) keeps "no dates, mark late".
+        self.fields["late_policy"].required = False
+        self.fields["grace_minutes"].required = False
         if self.instance.pk and not self.is_bound:
             self.initial["parameters"] = json.dumps(self.instance.parameters, indent=2)
 
@@ -88,6 +108,11 @@ class AssignmentForm(forms.ModelForm):
                 course=self.course, resources=resources, asker="the assignment asks for"
             ).items():
                 self.add_error(field, message)
+        data["late_policy"] = data.get("late_policy") or LatePolicy.MARK
+        data["grace_minutes"] = data.get("grace_minutes") or 0
+        opens, due = data.get("opens_at"), data.get("due_at")
+        if opens and due and due <= opens:
+            self.add_error("due_at", "The due date must come after the assignment opens.")
         return data
 
 

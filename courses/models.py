@@ -1,4 +1,5 @@
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.validators import MinValueValidator, RegexValidator
@@ -127,6 +128,11 @@ class Dataset(models.Model):
         return self.name
 
 
+class LatePolicy(models.TextChoices):
+    MARK = "mark", "Accept late submissions and mark them late"
+    REFUSE = "refuse", "Refuse submissions after the due date"
+
+
 class Assignment(models.Model):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="assignments")
@@ -145,6 +151,19 @@ class Assignment(models.Model):
     max_attempts = models.PositiveSmallIntegerField(
         null=True, blank=True, help_text="Most jobs (attempts) one student may submit; empty for no limit."
     )
+    opens_at = models.DateTimeField(
+        null=True, blank=True, help_text="Optional: students can submit from this moment on. Empty: open now."
+    )
+    due_at = models.DateTimeField(null=True, blank=True, help_text="Optional: the due date. Empty: no due date.")
+    late_policy = models.CharField(
+        max_length=10,
+        choices=LatePolicy.choices,
+        default=LatePolicy.MARK,
+        help_text="What happens to a submission after the due date (and the grace period).",
+    )
+    grace_minutes = models.PositiveIntegerField(
+        default=0, help_text="Minutes after the due date during which a submission still counts as on time."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -154,6 +173,11 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def closes_at(self):
+        """The last moment a submission is on time: the due date plus the grace period (None: no due date)."""
+        return self.due_at + timedelta(minutes=self.grace_minutes) if self.due_at else None
 
     @property
     def default_resources(self) -> dict[str, int]:

@@ -83,6 +83,10 @@ class Job(models.Model):
     accounting = models.JSONField(default=dict, blank=True, help_text="Slurm's accounting record (sacct).")
 
     attempt = models.PositiveSmallIntegerField(default=1)
+    late = models.BooleanField(
+        default=False,
+        help_text="Submitted after the assignment's due date and grace period (a retry keeps its attempt's).",
+    )
     retry_of = models.OneToOneField(
         "self",
         null=True,

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from clusterpolicy.selectors import course_qos
+from courses.deadlines import is_late, submission_date_problem
 from courses.models import Assignment, AssignmentVersion, Course, Dataset
 from courses.policy import resource_problems, running_notice, submission_problems
 from courses.scripting import Resources, render_script, script_body
@@ -106,7 +107,9 @@ def _job_create(
     with transaction.atomic():
         actor = actor or user
         course = assignment.course
-        limits, live, used = _request_allowed(user=user, assignment=assignment, resources=resources, actor=actor)
+        limits, live, used = _request_allowed(
+            user=user, assignment=assignment, resources=resources, actor=actor, retry_of=retry_of
+        )
         version, script = _job_script(
             assignment=assignment, values=values, resources=resources, dataset=dataset, retry_of=retry_of
         )
@@ -123,6 +126,7 @@ def _job_create(
         job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
         job.created_by = actor if actor.pk != user.pk else None
         job.submission_key = submission_key
+        job.late = retry_of.late if retry_of is not None else is_late(assignment=assignment, at=timezone.now())
         if retry_of is not None:
             job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
         elif resubmit_of is not None:
@@ -138,11 +142,16 @@ def _job_create(
         return job
 
 
-def _request_allowed(*, user, assignment: Assignment, resources: Resources, actor) -> tuple[Course, int, int]:
+def _request_allowed(
+    *, user, assignment: Assignment, resources: Resources, actor, retry_of: Job | None = None
+) -> tuple[Course, int, int]:
     """Refuse (ValidationError, with every reason) a request the student may not make now; else the course's
-    limits held to the ceilings, the student's live jobs and their number of jobs of the assignment."""
+    limits held to the ceilings, the student's live jobs and their number of jobs of the assignment.
+    A retry is not held to the assignment's dates: its first attempt was (courses.deadlines)."""
     course = assignment.course
     job_enrollment_check(user=user, course=course, actor=actor)
+    if retry_of is None and (problem := submission_date_problem(assignment=assignment, at=timezone.now())):
+        raise ValidationError(problem)
     if not user.netid:
         raise ValidationError(
             "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "

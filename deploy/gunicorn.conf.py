@@ -3,10 +3,22 @@
     gunicorn --config deploy/gunicorn.conf.py portal.wsgi:application
 
 The image's `deploy/entrypoint web` and deploy/systemd/labqueue-web.service both start it this way.
-Standard library only: gunicorn reads this file before Django is loaded.
+Its log lines are the portal's (portal/logs.py, LABQUEUE_LOG_FORMAT, LABQUEUE_LOG_LEVEL): gunicorn's own
+messages and one access line per request, on standard error, each a JSON object with time, level, logger
+and message, and the access line with the request id (the X-Request-ID the portal answered with, the same id
+as the request's own log lines), method, path, status, bytes, duration_ms and client. Django is not set up
+here: only portal.logs' formatter and filter classes are imported, when gunicorn configures its logging.
 """
 
+import logging
 import os
+import sys
+
+# gunicorn reads this file with the code's directory (the one above deploy/) on sys.path only once it loads
+# the application; the log formatter is needed before that.
+CODE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if CODE not in sys.path:
+    sys.path.insert(0, CODE)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -34,10 +46,60 @@ keepalive = _env_int("LABQUEUE_WEB_KEEPALIVE", 5)
 # Which proxies may set X-Forwarded-For / X-Forwarded-Proto (comma-separated addresses, or * when only the
 # proxy can reach the port). Django itself trusts X-Forwarded-Proto only with LABQUEUE_BEHIND_TLS_PROXY=1.
 forwarded_allow_ips = os.environ.get("LABQUEUE_WEB_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
-# Access and error logs on standard output and error: journald or the container runtime keeps them.
-accesslog = "-"
-errorlog = "-"
+
+
+class AccessFields(logging.Filter):
+    """Puts an access line's parts on the record as fields of their own (gunicorn passes them as the message's
+    arguments), the request id taken from the response's X-Request-ID (portal.logs.RequestIdMiddleware)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        atoms = record.args if isinstance(record.args, dict) else {}
+        if atoms:
+            request_id = atoms.get("{x-request-id}o", "-")
+            record.request_id = None if request_id == "-" else request_id
+            record.method = atoms.get("m")
+            record.path = atoms.get("U")
+            record.status = int(atoms["s"]) if str(atoms.get("s", "")).isdigit() else atoms.get("s")
+            record.bytes = atoms.get("B")
+            record.duration_ms = atoms.get("M")
+            record.client = atoms.get("h")
+        return True
+
+
+def _log_format() -> str:
+    chosen = os.environ.get("LABQUEUE_LOG_FORMAT", "").strip()
+    if chosen:
+        return chosen
+    demo = os.environ.get("LABQUEUE_DEMO", "").strip().lower() in ("1", "true", "yes", "on")
+    return "text" if demo else "json"
+
+
+# Access and error logs on standard error, as the portal's own: journald or the container runtime keeps them.
+# The message reads as the combined log format does; the fields above carry the same for a log search.
+access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
 loglevel = os.environ.get("LABQUEUE_LOG_LEVEL", "INFO").lower()
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"context": {"()": "portal.logs.ContextFilter"}, "access": {"()": AccessFields}},
+    "formatters": {
+        "json": {"()": "portal.logs.JsonLinesFormatter"},
+        "text": {"()": "portal.logs.TextFormatter"},
+    },
+    "handlers": {
+        "stderr": {
+            "class": "logging.StreamHandler",
+            "formatter": _log_format(),
+            "filters": ["context"],
+            "stream": "ext://sys.stderr",
+        },
+    },
+    "root": {"handlers": ["stderr"], "level": loglevel.upper()},
+    "loggers": {
+        "gunicorn.error": {"handlers": ["stderr"], "level": loglevel.upper(), "propagate": False},
+        "gunicorn.access": {"handlers": ["stderr"], "filters": ["access"], "level": "INFO", "propagate": False},
+    },
+}
 # Worker heartbeats in memory rather than on a disk that may be slow or read-only (containers, ProtectSystem).
 if os.path.isdir("/dev/shm"):
     worker_tmp_dir = "/dev/shm"

@@ -71,7 +71,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
         checks = {
             name: {key: check[key] for key in ("ok", "not_yet") if key in check} for name, check in checks.items()
         }
-    return JsonResponse({"status": "ok" if ready else "fail", "checks": checks}, status=200 if ready else 503)
+    response = JsonResponse({"status": "ok" if ready else "fail", "checks": checks}, status=200 if ready else 503)
+    # Not ready is an answer, logged above as a warning per failed check: Django would also log every 503 as an
+    # ERROR ("Service Unavailable"), as if the portal had failed, unless told it has been logged.
+    response._has_been_logged = True
+    return response
 
 
 def _database() -> str:

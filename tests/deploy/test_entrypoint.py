@@ -6,6 +6,7 @@ worker count from the environment; `probe` says whether the web server answers; 
 through the broker; `beat` sends the periodic tasks; anything unknown is refused with a clear message.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -99,10 +100,44 @@ def test_web_serves_healthz_with_gunicorn_configured_from_the_environment(django
         workers = subprocess.run(["ps", "--ppid", str(web.pid), "-o", "pid="], capture_output=True, text=True)
         assert len(workers.stdout.split()) == 2, "LABQUEUE_WEB_WORKERS=2: two gunicorn workers"
         assert entrypoint("probe", "/healthz", **web_env).returncode == 0
-        wait_for(lambda: '"GET /healthz HTTP/1.1" 200' in log.read_text(), "no access log on stdout", log)
+
+        sent = requests.get(f"http://127.0.0.1:{port}/healthz", headers={"X-Request-ID": "probe-0123456789"}, timeout=5)
+        made = requests.head(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        assert sent.headers["X-Request-ID"] == "probe-0123456789" and made.status_code == 200
+        ids = {"probe-0123456789", made.headers["X-Request-ID"]}
+        wait_for(lambda: ids <= {line.get("request_id") for line in access_lines(log)}, "no access log lines", log)
+        by_id = {line.get("request_id"): line for line in access_lines(log)}
+        line = by_id["probe-0123456789"]
+        assert line["level"] == "INFO" and line["method"] == "GET" and line["path"] == "/healthz"
+        assert line["status"] == 200 and isinstance(line["duration_ms"], int)
+        assert '"GET /healthz HTTP/1.1" 200' in line["message"]
+        assert by_id[made.headers["X-Request-ID"]]["method"] == "HEAD", "a request without an id gets the portal's"
 
     gone = entrypoint("probe", "/healthz", **web_env)
     assert gone.returncode == 1 and "did not answer /healthz" in gone.stderr
+
+
+def access_lines(log: Path) -> list[dict]:
+    """gunicorn's access lines in the web server's log: every line of it must be a JSON object."""
+    lines = []
+    for text in log.read_text(errors="replace").splitlines():
+        if text.startswith("{"):
+            line = json.loads(text)
+            if line["logger"] == "gunicorn.access":
+                lines.append(line)
+    return lines
+
+
+def test_the_web_servers_own_lines_are_json_lines_like_the_portals(django_db_setup, tmp_path):
+    port = free_port()
+    log = tmp_path / "web.log"
+    with started("web", log=log, LABQUEUE_WEB_BIND=f"127.0.0.1:{port}", LABQUEUE_WEB_WORKERS="1") as web:
+        wait_for(lambda: web.poll() is None and "Booting worker" in log.read_text(), "gunicorn did not start", log)
+    lines = [json.loads(text) for text in log.read_text().splitlines() if text.startswith("{")]
+
+    assert {"Starting gunicorn", "Shutting down: Master"} <= {line["message"].split(" 2")[0] for line in lines}
+    assert {line["logger"] for line in lines} >= {"gunicorn.error"}
+    assert all(set(line) >= {"time", "level", "logger", "message"} for line in lines)
 
 
 def test_web_refuses_a_setting_that_is_not_a_number_naming_it():
@@ -138,6 +173,30 @@ def test_worker_answers_a_ping_through_the_broker(django_db_setup, tmp_path):
             return ping.returncode == 0 and "pong" in ping.stdout
 
         wait_for(pong, "the worker never answered a ping", log, timeout=90)
+
+
+def test_a_worker_for_one_queue_consumes_that_queue_alone_and_is_named_after_it(django_db_setup, tmp_path):
+    log = tmp_path / "worker.log"
+    host = os.uname().nodename
+    with started("worker", "maintenance", log=log) as worker:
+
+        def queues() -> str:
+            assert worker.poll() is None, log.read_text()
+            asked = entrypoint(
+                "celery", "-A", "portal", "inspect", "active_queues", "-d", f"maintenance@{host}", "--json", timeout=60
+            )
+            return asked.stdout if asked.returncode == 0 else ""
+
+        wait_for(lambda: queues() != "", "the maintenance worker never answered", log, timeout=90)
+        answer = json.loads(queues())
+    assert [queue["name"] for queue in answer[f"maintenance@{host}"]] == ["celery"]
+
+
+def test_a_worker_for_a_queue_there_is_not_is_refused_naming_the_queues():
+    result = entrypoint("worker", "submits", timeout=30)
+
+    assert result.returncode == 64
+    assert "no queue named 'submits'. Use one of: submit, sync, maintenance." in result.stderr
 
 
 def test_beat_sends_the_periodic_tasks(django_db_setup, tmp_path):

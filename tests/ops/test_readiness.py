@@ -58,13 +58,16 @@ def test_periodic_work_that_never_ran_fails_once_the_install_is_older_than_three
     assert checks["usage_ingest"]["detail"] == "usage ingest has not run yet (is Celery beat running, and one worker?)"
 
 
-def test_until_the_job_sync_first_ran_the_workers_have_not_answered_and_readyz_fails(admin_client):
+def test_until_the_job_sync_first_ran_readyz_fails_with_a_warning_and_no_error_logged(admin_client, caplog):
     installed(timedelta(seconds=5))
 
-    response = admin_client.get("/readyz")
+    with caplog.at_level(logging.INFO):
+        response = admin_client.get("/readyz")
 
     assert response.status_code == 503
     assert response.json()["checks"]["job_sync"]["ok"] is False
+    assert [record.levelname for record in caplog.records if record.name == "ops.health"] == ["WARNING"]
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR], caplog.text
 
 
 def test_the_job_sync_is_late_after_three_of_its_real_periods_and_says_how_often_it_runs(admin_client, settings):

@@ -37,6 +37,7 @@ CSV_HEADER = [
     "ended",
     "elapsed seconds",
     "gpus",
+    "late",
 ]
 
 
@@ -167,6 +168,7 @@ def _csv_rows(jobs: QuerySet[Job]) -> Iterator[list[str]]:
             *_iso(job.created_at, job.started_at, job.ended_at),
             "" if job.elapsed_seconds is None else str(job.elapsed_seconds),
             str(job.gpus),
+            "late" if job.late else "",
         ]
 
 

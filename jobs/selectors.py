@@ -45,6 +45,7 @@ LIST_FIELDS = (
     "status",
     "slurm_job_id",
     "created_at",
+    "late",
     "attempt",
     "explanation_key",
     "elapsed_seconds",

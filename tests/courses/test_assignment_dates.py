@@ -139,3 +139,12 @@ def test_a_late_job_runs_on_the_cluster_and_its_page_says_it_was_late(client, st
     job = wait_for_status(dispatch(Job.objects.get()), Status.COMPLETED)
     assert job.late
     assert "after the due date (late)" in page(client, reverse("jobs:job-detail", args=[job.uuid]))
+
+
+def test_the_tas_csv_of_the_course_jobs_says_which_were_late(client, student, ta, assignment):
+    dates(assignment, due_at=timezone.now() - timedelta(minutes=5))
+    assert submit(client, student).status_code == 302
+    client.force_login(ta)
+    response = client.get(reverse("jobs:course-jobs-csv", args=["cs101"]))
+    header, row = b"".join(response.streaming_content).decode().splitlines()[:2]
+    assert header.endswith(",gpus,late") and row.endswith(",late")

@@ -1,14 +1,28 @@
-"""The notifications page: which job e-mails the signed-in person gets (jobs.notifications sends them)."""
+"""The notifications page: which job e-mails the signed-in person gets (jobs.notifications sends them), and,
+where the campus sign-in sent no address, the person's own address, used once they open the link mailed to it.
+"""
+
+import smtplib
+import time
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from jobs.models import NotificationPreference
-from jobs.notifications import notification_preference_get, user_is_course_staff
+from jobs.notifications import (
+    AddressLinkRefused,
+    notification_address_send,
+    notification_address_verify,
+    notification_preference_get,
+    user_is_course_staff,
+)
+
+#: A person asks for at most one verification mail in this many seconds (the time of the last is in the session).
+ADDRESS_MAIL_SECONDS = 60
 
 
 class NotificationPreferenceForm(forms.ModelForm):
@@ -36,15 +50,55 @@ class NotificationPreferenceForm(forms.ModelForm):
             del self.fields["daily_digest"]
 
 
+class NotificationAddressForm(forms.Form):
+    email = forms.EmailField(label="Your e-mail address", max_length=254)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def notification_settings(request: HttpRequest) -> HttpResponse:
+    """GET the page; POST the choices, or (the "Send the link" button) an address to verify."""
+    sending_link = request.method == "POST" and "send_link" in request.POST
     preference = notification_preference_get(user=request.user)
     course_staff = user_is_course_staff(user=request.user)
-    form = NotificationPreferenceForm(request.POST or None, instance=preference, course_staff=course_staff)
-    if request.method == "POST" and form.is_valid():
+    choices = request.POST if request.method == "POST" and not sending_link else None
+    form = NotificationPreferenceForm(choices, instance=preference, course_staff=course_staff)
+    address_form = NotificationAddressForm(request.POST if sending_link else None)
+    if sending_link and not request.user.email and address_form.is_valid():
+        _address_link_send(request, address_form.cleaned_data["email"])
+        return redirect("jobs:notification-settings")
+    if choices is not None and form.is_valid():
         form.save()
         messages.success(request, "Your notification choices are saved. They apply to jobs that end from now on.")
         return redirect("jobs:notification-settings")
-    context = {"form": form, "course_staff": course_staff, "email": request.user.email}
-    return render(request, "jobs/notification_settings.html", context)
+    context = {"form": form, "address_form": address_form, "course_staff": course_staff, "email": request.user.email}
+    return render(request, "jobs/notification_settings.html", context, status=400 if request.method == "POST" else 200)
+
+
+def _address_link_send(request: HttpRequest, address: str) -> None:
+    waited = time.time() - request.session.get("address_link_sent_at", 0)
+    if waited < ADDRESS_MAIL_SECONDS:
+        messages.error(request, f"A link was sent {int(waited)} s ago. Wait a minute before asking for another.")
+        return
+    try:
+        notification_address_send(user=request.user, address=address)
+    except (smtplib.SMTPException, OSError):
+        messages.error(request, f"The mail to {address} could not be sent just now. Try again in a few minutes.")
+        return
+    request.session["address_link_sent_at"] = time.time()
+    messages.success(
+        request, f"A link is on its way to {address}. Open it within a day while signed in here to start mail there."
+    )
+
+
+@login_required
+@require_GET
+def notification_address_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    """The link from the verification mail: the signed-in person's address becomes the one it carries."""
+    try:
+        address = notification_address_verify(user=request.user, token=token)
+    except AddressLinkRefused as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"Your address {address} is confirmed: job mail goes there from now on.")
+    return redirect("jobs:notification-settings")

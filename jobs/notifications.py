@@ -7,6 +7,11 @@ mail is recorded by a (job, event) row inserted in the same transaction as the s
 two workers at once, find the row (the second waits on the first's insert) and send nothing, and a mail the
 server did not accept leaves no row, so the task's retry sends it. Digests are recorded the same way, one per
 person and day.
+
+Where the campus sign-in sends no e-mail address, the notifications page (web side) lets the person give
+one: notification_address_send mails it a signed, time-limited link, and notification_address_verify makes it
+the account's address only when the link comes back to the same signed-in person. Until then nothing is
+mailed to it.
 """
 
 import logging
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
+from django.core import signing
 from django.core.mail import EmailMessage
 from django.db import transaction
 from django.template.loader import render_to_string
@@ -40,6 +46,14 @@ VERBS = {"finished": "finished", "failed": "failed", "refused": "was refused"}
 FAILURES = (Status.FAILED, Status.REJECTED)
 #: At most this many failures are listed per digest; the rest are counted and the failures page has them all.
 DIGEST_LIMIT = 50
+#: How long a link that verifies a person's own address works.
+ADDRESS_LINK_SECONDS = 24 * 3600
+#: Keeps these links apart from anything else the site signs with its secret key.
+ADDRESS_SALT = "jobs.notifications.address"
+
+
+class AddressLinkRefused(Exception):
+    """A verification link that sets no address; its message says why and what to do next."""
 
 
 def job_notify_on_commit(*, job: Job, to: str) -> None:
@@ -78,6 +92,48 @@ def notification_preference_get(*, user) -> NotificationPreference:
 def user_is_course_staff(*, user) -> bool:
     """TA or instructor in at least one course: may ask for the failure digest."""
     return Enrollment.objects.filter(user=user, role__in=STAFF_ROLES).exists()
+
+
+def notification_address_send(*, user, address: str) -> None:
+    """Mail `address` a link that makes it the person's address once they open it, signed in, within
+    ADDRESS_LINK_SECONDS. Records nothing. Raises what the mail server raises (smtplib.SMTPException, OSError)."""
+    token = signing.dumps({"user": user.pk, "email": address}, salt=ADDRESS_SALT)
+    context = {
+        "user": user,
+        "address": address,
+        "link": site_link(reverse("jobs:notification-address-confirm", args=[token])),
+        "hours": ADDRESS_LINK_SECONDS // 3600,
+    }
+    subject = render_to_string("jobs/email/address_verify_subject.txt", context)
+    body = render_to_string("jobs/email/address_verify.txt", context)
+    EmailMessage(" ".join(subject.split()), body, to=[address]).send()
+
+
+def notification_address_verify(*, user, token: str) -> str:
+    """The address a link from notification_address_send carries, now the account's own (job mail goes there).
+    Raises AddressLinkRefused for a link that is changed, forged, expired, another account's, or one for an
+    account that has an address already."""
+    hours = ADDRESS_LINK_SECONDS // 3600
+    try:
+        signed = signing.loads(token, salt=ADDRESS_SALT, max_age=ADDRESS_LINK_SECONDS)
+    except signing.SignatureExpired:
+        raise AddressLinkRefused(f"This link has expired: links work for {hours} hours. Ask for a new one below.")
+    except signing.BadSignature:
+        raise AddressLinkRefused(
+            "This link is not one LabQueue sent, or part of it was lost in copying. Open it from the mail again, "
+            "or ask for a new one below."
+        )
+    if signed.get("user") != user.pk:
+        raise AddressLinkRefused(
+            "This link was sent for another account. Sign in as the person who asked for it, or ask for a new "
+            "one below."
+        )
+    if user.email and user.email != signed["email"]:
+        raise AddressLinkRefused(f"Your account already has an address ({user.email}), so this link changes nothing.")
+    user.email = signed["email"]
+    user.save(update_fields=["email"])
+    log.info("Verified the notification address of user %s", user.pk)
+    return user.email
 
 
 def site_link(path: str) -> str:

@@ -18,6 +18,11 @@ job_patterns = [
     path("active/", list_views.active_jobs_part, name="active-jobs"),
     path("help/retries/", views.retry_help, name="retry-help"),
     path("notifications/", notification_views.notification_settings, name="notification-settings"),
+    path(
+        "notifications/address/<str:token>/",
+        notification_views.notification_address_confirm,
+        name="notification-address-confirm",
+    ),
     path("<uuid:job_uuid>/", views.job_detail, name="job-detail"),
     path("<uuid:job_uuid>/status/", views.job_status, name="job-status"),
     path("<uuid:job_uuid>/cancel/", views.job_cancel_view, name="job-cancel"),

@@ -11,10 +11,26 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
 
-from tests.deploy.units import INSTALL, INSTALL_VENV_BIN, REPO, UNITS, environment, exec_start, service
+from tests.deploy.units import (
+    INSTALL,
+    INSTALL_VENV_BIN,
+    REPO,
+    UNITS,
+    environment,
+    exec_start,
+    service,
+    unit_sections,
+)
 
-UNIT_NAMES = ["labqueue-web.service", "labqueue-worker.service", "labqueue-beat.service", "labqueue-migrate.service"]
+UNIT_NAMES = ["labqueue-web.service", "labqueue-worker@.service", "labqueue-beat.service", "labqueue-migrate.service"]
+UNIT_NAMES += ["labqueue-housekeeping.service", "labqueue-housekeeping.timer"]
+#: The worker template's instances (README "Workers and queues"), and the Celery queue each consumes.
+WORKER_QUEUES = {"submit": "submit", "sync": "sync", "maintenance": "celery"}
+ENTRYPOINT = str(REPO / "deploy" / "entrypoint")
+#: The compose file's worker services, one per queue.
+WORKERS = [f"worker-{queue}" for queue in WORKER_QUEUES]
 
 
 def dockerfile() -> list[tuple[str, str]]:
@@ -183,56 +199,96 @@ def test_compose_runs_exactly_one_beat_and_starts_nothing_before_migrate_succeed
     assert services["beat"]["deploy"]["replicas"] == 1
     assert "single instance" in (REPO / "deploy" / "compose.yaml").read_text()
     assert services["migrate"]["command"] == ["migrate"] and services["migrate"]["restart"] == "no"
-    for name in ("web", "worker", "beat"):
+    for name in ("web", *WORKERS, "beat"):
         assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name
         assert services[name]["env_file"] == ".env", name
-    assert {"db", "redis", "migrate", "web", "worker", "beat"} <= set(services)
+    assert {"db", "redis", "migrate", "web", *WORKERS, "beat"} <= set(services)
+
+
+def test_compose_runs_one_worker_per_queue_and_none_that_consumes_them_all():
+    services = compose()["services"]
+
+    workers = {name: spec["command"] for name, spec in services.items() if spec.get("command", [""])[0] == "worker"}
+    assert workers == {f"worker-{queue}": ["worker", queue] for queue in WORKER_QUEUES}
 
 
 def test_compose_checks_health_through_healthz_and_readyz():
     services = compose()["services"]
 
     assert services["web"]["healthcheck"]["test"][-2:] == ["probe", "/healthz"]
-    assert services["worker"]["healthcheck"]["test"][-1] == "/readyz"
+    for name in WORKERS:
+        assert services[name]["healthcheck"]["test"][-1] == "/readyz", name
     assert services["db"]["healthcheck"] and services["redis"]["healthcheck"]
 
 
-def test_compose_gives_the_worker_the_job_root_munge_socket_and_slurm_configuration():
-    volumes = compose()["services"]["worker"]["volumes"]
+def test_compose_gives_each_worker_the_job_root_munge_socket_and_slurm_configuration():
+    for name in WORKERS:
+        volumes = compose()["services"][name]["volumes"]
 
-    assert "/run/munge:/run/munge" in volumes
-    assert "/etc/slurm:/etc/slurm:ro" in volumes
-    assert any(volume.startswith("${LABQUEUE_JOB_ROOT") for volume in volumes)
+        assert "/run/munge:/run/munge" in volumes
+        assert "/etc/slurm:/etc/slurm:ro" in volumes
+        assert any(volume.startswith("${LABQUEUE_JOB_ROOT") for volume in volumes)
 
 
-def verified_copies(tmp_path: Path) -> Path:
-    """The units with the install paths replaced by this checkout, as systemd-analyze must find the programs."""
+def verified_copies(tmp_path: Path) -> list[Path]:
+    """The units with the install paths replaced by this checkout, as systemd-analyze must find the programs;
+    the worker template as each of its instances."""
+    copies = []
     for name in UNIT_NAMES:
         text = (UNITS / name).read_text()
         text = text.replace(INSTALL_VENV_BIN, str(Path(sys.executable).parent)).replace(INSTALL, str(REPO))
-        (tmp_path / name).write_text(text)
-    return tmp_path
+        names = [name.replace("@.", f"@{queue}.") for queue in WORKER_QUEUES] if "@." in name else [name]
+        for copy in names:
+            (tmp_path / copy).write_text(text)
+            copies.append(tmp_path / copy)
+    return copies
 
 
 def test_systemd_reads_every_unit_without_a_complaint(tmp_path):
     copies = verified_copies(tmp_path)
     result = subprocess.run(
-        ["systemd-analyze", "verify", *[str(copies / name) for name in UNIT_NAMES]],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        ["systemd-analyze", "verify", *[str(copy) for copy in copies]], capture_output=True, text=True, timeout=60
     )
 
     assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
-def test_every_long_running_unit_runs_as_the_service_account_and_restarts_on_failure():
-    for name in UNIT_NAMES[:3]:
+def test_every_long_running_unit_runs_as_the_service_account_through_the_entrypoint_and_restarts_on_failure():
+    for name in ("labqueue-web.service", "labqueue-worker@.service", "labqueue-beat.service"):
         settings = service(name)
         assert settings["User"] == ["labqueue"], name
         assert settings["EnvironmentFile"] == ["/etc/labqueue/labqueue.env"], name
         assert settings["Restart"] == ["on-failure"], name
-        assert exec_start(name)[0].startswith(str(Path(sys.executable).parent)), name
+        assert exec_start(name, instance="sync")[0] == ENTRYPOINT, name
+
+
+def test_one_worker_unit_per_queue_and_the_entrypoint_knows_every_queue_the_settings_route_to():
+    for instance in WORKER_QUEUES:
+        assert exec_start("labqueue-worker@.service", instance=instance)[1:] == ["worker", instance]
+    entrypoint = (REPO / "deploy" / "entrypoint").read_text()
+    consumed = dict(re.findall(r"^\s+(\w+)\) shift; set -- -Q (\w+) ", entrypoint, flags=re.M))
+    assert consumed == WORKER_QUEUES
+    assert set(consumed.values()) == set(settings.CELERY_TASK_QUEUES)
+    assert not (UNITS / "labqueue-worker.service").exists(), "no worker unit that consumes every queue"
+
+
+def test_the_log_level_and_beats_schedule_come_from_the_settings_file_not_the_units():
+    for name in UNIT_NAMES:
+        for setting in ("ExecStart", "ExecStartPre", "Environment"):
+            for line in unit_sections(name).get("Service", {}).get(setting, []):
+                assert "--loglevel" not in line and "--schedule" not in line and "LOG_LEVEL" not in line, (name, line)
+    assert "LABQUEUE_BEAT_SCHEDULE" in (REPO / "deploy" / "entrypoint").read_text()
+
+
+def test_the_housekeeping_timer_clears_expired_sessions_daily_as_the_records_page_promises():
+    timer = unit_sections("labqueue-housekeeping.timer")
+    records = (REPO / "docs" / "records.md").read_text()
+
+    assert timer["Timer"]["OnCalendar"] == ["daily"] and timer["Timer"]["Persistent"] == ["yes"]
+    assert timer["Install"]["WantedBy"] == ["timers.target"]
+    assert exec_start("labqueue-housekeeping.service")[1:] == ["manage", "clearsessions"]
+    assert "`manage.py clearsessions` deletes expired rows; run it daily" in records
+    assert service("labqueue-housekeeping.service")["User"] == ["labqueue"]
 
 
 #: Settings that, in a unit with User=, imply NoNewPrivileges=yes (systemd.exec(5), systemd 252).
@@ -257,11 +313,16 @@ IMPLY_NO_NEW_PRIVILEGES = {
 
 
 def test_the_worker_may_use_sudo_and_the_others_gain_no_privilege():
-    worker = service("labqueue-worker.service")
+    worker = service("labqueue-worker@.service")
 
     assert not IMPLY_NO_NEW_PRIVILEGES & set(worker), "sudo (set-user-ID root) must work in the worker"
     assert "CapabilityBoundingSet" not in worker and "AmbientCapabilities" not in worker
-    for name in ("labqueue-web.service", "labqueue-beat.service", "labqueue-migrate.service"):
+    for name in (
+        "labqueue-web.service",
+        "labqueue-beat.service",
+        "labqueue-migrate.service",
+        "labqueue-housekeeping.service",
+    ):
         assert service(name)["NoNewPrivileges"] == ["yes"], name
         assert service(name)["ProtectSystem"] == ["strict"], name
 
@@ -278,7 +339,7 @@ def test_compose_keeps_the_images_static_root_media_root_and_beat_schedule_whate
             image_env.update(env_values(arguments))
     services = compose()["services"]
 
-    for name in ("web", "worker", "beat", "migrate"):
+    for name in ("web", *WORKERS, "beat", "migrate"):
         pinned = services[name]["environment"]
         for key in (
             "LABQUEUE_STATIC_ROOT",
@@ -288,4 +349,5 @@ def test_compose_keeps_the_images_static_root_media_root_and_beat_schedule_whate
         ):
             assert pinned[key] == image_env[key], (name, key)
     assert "beat:" + str(Path(image_env["LABQUEUE_BEAT_SCHEDULE"]).parent) in services["beat"]["volumes"]
-    assert "media:" + image_env["LABQUEUE_MEDIA_ROOT"] in services["worker"]["volumes"]
+    for name in WORKERS:
+        assert "media:" + image_env["LABQUEUE_MEDIA_ROOT"] in services[name]["volumes"]

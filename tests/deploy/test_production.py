@@ -37,7 +37,9 @@ from tests.service_account import (
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.timeout(420)]
 
 PASSWORD = "a-student-password-for-this-test"
-UNITS = {"web": "labqueue-web.service", "worker": "labqueue-worker.service", "beat": "labqueue-beat.service"}
+UNITS = {"web": "labqueue-web.service", "worker": "labqueue-worker@.service", "beat": "labqueue-beat.service"}
+#: The worker template's instances a site enables (README "Operators: install"): one per queue.
+QUEUES = ("submit", "sync", "maintenance")
 
 
 class BrowserBehindTlsProxy(requests.Session):
@@ -102,7 +104,7 @@ def production(settings, service_media, tmp_path) -> Iterator[Portal]:
     celery_queue_clear()
     port = free_port()
     env = production_env(settings, service_media, port)
-    schedule = str(service_media / "celerybeat-schedule")
+    env["LABQUEUE_BEAT_SCHEDULE"] = str(service_media / "celerybeat-schedule")
     for unit in [*UNITS.values(), "labqueue-migrate.service"]:
         assert service(unit)["User"] == [SERVICE_ACCOUNT], f"{unit} runs as the service account"
         assert service(unit)["WorkingDirectory"] == ["/opt/labqueue"], unit
@@ -117,10 +119,12 @@ def production(settings, service_media, tmp_path) -> Iterator[Portal]:
 
     portal = Portal(settings=settings, logs=tmp_path, env=env, base=f"http://127.0.0.1:{port}")
     portal.web = _start(service_argv(*exec_start(UNITS["web"])), web_env, tmp_path / "web.log")
-    for name in ("worker", "beat"):
-        argv = exec_start(UNITS[name], **{"/var/lib/labqueue/celerybeat-schedule": schedule})
-        unit_env = {**environment(UNITS[name]), **env}
-        portal.workers.append(_start(service_argv(*argv), unit_env, tmp_path / f"{name}.log"))
+    for queue in QUEUES:
+        argv = exec_start(UNITS["worker"], instance=queue)
+        unit_env = {**environment(UNITS["worker"]), **env}
+        portal.workers.append(_start(service_argv(*argv), unit_env, tmp_path / "worker.log"))
+    beat_env = {**environment(UNITS["beat"]), **env}
+    portal.workers.append(_start(service_argv(*exec_start(UNITS["beat"])), beat_env, tmp_path / "beat.log"))
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -36,8 +36,9 @@ def service(name: str) -> dict[str, list[str]]:
     return unit_sections(name)["Service"]
 
 
-def _specifiers(token: str) -> str:
-    """systemd's %-specifiers the units use: %% (a literal %) and %H (the host name); any other is refused."""
+def _specifiers(token: str, instance: str = "") -> str:
+    """systemd's %-specifiers the units use: %% (a literal %), %H (the host name) and %i (a template's instance,
+    e.g. the queue of labqueue-worker@submit); any other is refused."""
     out, chars = [], iter(token)
     for char in chars:
         if char != "%":
@@ -48,19 +49,21 @@ def _specifiers(token: str) -> str:
             out.append("%")
         elif spec == "H":
             out.append(socket.gethostname())
+        elif spec == "i" and instance:
+            out.append(instance)
         else:
             raise AssertionError(f"a specifier this test does not know: %{spec} in {token}")
     return "".join(out)
 
 
-def exec_start(name: str, setting: str = "ExecStart", **paths: str) -> list[str]:
+def exec_start(name: str, setting: str = "ExecStart", *, instance: str = "", **paths: str) -> list[str]:
     """The unit's ExecStart (or ExecStartPre) as an argv: install paths replaced by this checkout (and `paths`:
-    install-time path -> test path, e.g. the beat schedule file)."""
+    install-time path -> test path), a template's %i by `instance` (labqueue-worker@.service, "submit")."""
     [line] = service(name)[setting]
     replacements = {INSTALL_VENV_BIN: str(Path(sys.executable).parent), **paths, INSTALL: str(REPO)}
     argv = []
     for token in shlex.split(line):
-        token = _specifiers(token)
+        token = _specifiers(token, instance)
         for old, new in replacements.items():
             token = token.replace(old, new)
         argv.append(token)

@@ -414,8 +414,9 @@ SOCIALACCOUNT_LOGIN_ON_GET = False
 # Operating the portal: e-mail, who people ask for help, logs and error reports (README "Operating it").
 
 # E-mail (password resets, where local passwords are on; Django's error mails): Django's own setting names.
-# The demo prints mail to the console unless EMAIL_BACKEND says otherwise.
+# LABQUEUE_DEMO alone prints mail to the console; scripts/demo sets the file backend and its folder (its inbox).
 EMAIL_BACKEND = env("EMAIL_BACKEND", f"django.core.mail.backends.{'console' if LABQUEUE_DEMO else 'smtp'}.EmailBackend")
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH")  # django.core.mail.backends.filebased.EmailBackend: one file per sending
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env("EMAIL_HOST_USER")

@@ -1,4 +1,10 @@
-"""Seed a demo course: an instructor, a TA, students, and a GPU assignment. Idempotent."""
+"""Seed the demo (scripts/demo runs it): a course with an instructor, a TA and students, a GPU assignment, and
+an operator of the site. Idempotent. In jobs, not courses: it also sets the people's job mail choices.
+
+Every persona of the portal can sign in: the course's people with their addresses (student3 has none, as
+when the campus sign-in sends none, to show a student giving their own), and ops1, the operations staff
+account that reaches the admin, the usage reports and the cluster associations page.
+"""
 
 from pathlib import Path
 
@@ -7,15 +13,20 @@ from django.core.management.base import BaseCommand
 
 from courses.models import Assignment, Course, Dataset, Role
 from courses.services import enrollment_set
+from jobs.models import NotificationPreference
 
 DEMO_PASSWORD = "labqueue-demo"
+DOMAIN = "cs101.example.edu"
+#: (username, first name, last name, role in the course, e-mail address)
 PEOPLE = [
-    ("instructor1", "Ada", "Instructor", Role.INSTRUCTOR),
-    ("ta1", "Tomas", "Assistant", Role.TA),
-    ("student1", "Sam", "Student", Role.STUDENT),
-    ("student2", "Kim", "Student", Role.STUDENT),
-    ("student3", "Lee", "Student", Role.STUDENT),
+    ("instructor1", "Ada", "Instructor", Role.INSTRUCTOR, f"instructor1@{DOMAIN}"),
+    ("ta1", "Tomas", "Assistant", Role.TA, f"ta1@{DOMAIN}"),
+    ("student1", "Sam", "Student", Role.STUDENT, f"student1@{DOMAIN}"),
+    ("student2", "Kim", "Student", Role.STUDENT, f"student2@{DOMAIN}"),
+    ("student3", "Lee", "Student", Role.STUDENT, ""),
 ]
+#: The site's operator: staff and superuser, in no course.
+OPERATOR = ("ops1", "Olu", "Operations", f"ops1@{DOMAIN}")
 SCRIPT = """\
 echo "Hello from $(hostname), running as $(whoami)"
 echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
@@ -57,14 +68,18 @@ class Command(BaseCommand):
                 "max_minutes_per_job": 30,
             },
         )
-        for username, first, last, role in PEOPLE:
-            user, created = User.objects.get_or_create(
-                username=username, defaults={"first_name": first, "last_name": last, "netid": username}
-            )
-            if created:
-                user.set_password(DEMO_PASSWORD)
-                user.save()
+        for username, first, last, role, email in PEOPLE:
+            user = self._person(User, username, first, last, email, netid=username)
             enrollment_set(user=user, course=course, role=role)
+            # Mail when a job finishes too, so the demo's first job fills the inbox (var/demo/mail); choices
+            # changed on the notifications page are kept.
+            NotificationPreference.objects.get_or_create(
+                user=user, defaults={"notify_finished": True, "daily_digest": role != Role.STUDENT}
+            )
+        operator = self._person(User, *OPERATOR, netid=None)  # runs no jobs: no cluster account
+        if not (operator.is_staff and operator.is_superuser):
+            operator.is_staff = operator.is_superuser = True
+            operator.save(update_fields=["is_staff", "is_superuser"])
         data_dir = Path(dataset_root) / "digits-sample"
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "README.txt").write_text("A tiny sample data set for the LabQueue demo.\n")
@@ -87,5 +102,27 @@ class Command(BaseCommand):
         )
         assignment.datasets.set([dataset])
         self.stdout.write(self.style.SUCCESS(f"Demo course {course} is ready."))
-        for username, _, _, role in PEOPLE:
-            self.stdout.write(f"  {role:<10} {username} / {DEMO_PASSWORD}")
+        for username, _, _, role, email in PEOPLE:
+            self.stdout.write(f"  {role:<10} {username} / {DEMO_PASSWORD}  {email or '(no address)'}")
+        self.stdout.write(f"  {'operator':<10} {OPERATOR[0]} / {DEMO_PASSWORD}  {OPERATOR[3]}")
+
+    @staticmethod
+    def _person(User, username: str, first: str, last: str, email: str, *, netid: str | None):
+        """The demo account `username`, made with the demo password the first time; its address (none: left
+        as it is, so an address student3 confirmed stays) on every run."""
+        user, created = User.objects.get_or_create(
+            username=username,
+            defaults={
+                "first_name": first,
+                "last_name": last,
+                "netid": netid,
+                "email": email,
+            },
+        )
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        elif email and user.email != email:
+            user.email = email
+            user.save(update_fields=["email"])
+        return user

@@ -47,11 +47,17 @@ def job_workdir(*, netid: str, job_uuid: str) -> Path:
 
 
 def workdir_submit(
-    spec: slurm.JobSpec, *, script: str, files: list[tuple[str, Path]], digests: dict[Path, str] | None = None
+    spec: slurm.JobSpec,
+    *,
+    script: str,
+    files: list[tuple[str, Path]],
+    digests: dict[Path, str] | None = None,
+    script_name: str = SCRIPT_NAME,
 ) -> str:
     """Create the job directory as the student, write the script and copy the files in, then submit it:
     one run-as call, the helper's `submit`, which ends by running sbatch. Returns the Slurm job id.
     `digests` are the SHA-256 some sources must have (a starter file: what its assignment version recorded).
+    `script_name` is the script's file name (a check, jobs.checks, writes its own beside the job's).
 
     Raises WorkdirError (the job cannot run as this account: the message is for the student),
     WorkdirUnavailable (the helper could not be run at all, or the call ran out of time), and what
@@ -63,7 +69,7 @@ def workdir_submit(
     root = Path(spec.workdir)  # <job root>/<netid>/<job uuid>, made by the portal when the job was submitted
     student_folder_provision(job_root=root.parent.parent, netid=netid)
     with tempfile.TemporaryFile() as listing:
-        _pack(listing, script=script, files=files, digests=digests or {})
+        _pack(listing, script=script, files=files, digests=digests or {}, script_name=script_name)
         listing.seek(0)
         timeout = settings.LABQUEUE_JOBDIR_TIMEOUT
         try:
@@ -165,7 +171,9 @@ def _account_check(netid: str) -> None:
         )
 
 
-def _pack(listing, *, script: str, files: list[tuple[str, Path]], digests: dict[Path, str]) -> None:
+def _pack(
+    listing, *, script: str, files: list[tuple[str, Path]], digests: dict[Path, str], script_name: str = SCRIPT_NAME
+) -> None:
     """The file list the helper reads: per file a line `<size> <name>` and its bytes; the script last.
     Sources are the portal's own files (starter files and staged uploads), read without following symlinks;
     a source with an entry in `digests` is refused unless its bytes have that SHA-256."""
@@ -179,7 +187,7 @@ def _pack(listing, *, script: str, files: list[tuple[str, Path]], digests: dict[
                 "with, so the job was not sent. Tell the course staff: the instructor must upload it again."
             )
         _add(listing, name, data)
-    _add(listing, SCRIPT_NAME, script.encode())
+    _add(listing, script_name, script.encode())
 
 
 def _read_regular(source: Path) -> bytes:

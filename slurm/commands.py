@@ -46,6 +46,7 @@ def submit(
         ("reservation", spec.reservation),
         ("qos", spec.qos),
         ("comment", spec.comment),
+        ("dependency", spec.dependency),
     ):
         if value:
             argv.append(f"--{option}={value}")

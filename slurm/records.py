@@ -48,6 +48,8 @@ class JobSpec:
     reservation: str = ""
     qos: str = ""
     comment: str = ""
+    #: e.g. "afterok:123": the job waits for that one to complete (a check after its job).
+    dependency: str = ""
 
     def __post_init__(self) -> None:
         if not self.script_path.startswith("/"):

@@ -35,6 +35,7 @@ class AssignmentForm(forms.ModelForm):
             "slug",
             "description",
             "script_template",
+            "check_script",
             "parameters",
             "datasets",
             "gpus",
@@ -48,6 +49,7 @@ class AssignmentForm(forms.ModelForm):
             "grace_minutes",
         ]
         labels = {
+            "check_script": "Check (automatic feedback)",
             "gpus": "GPUs",
             "cpus": "CPUs",
             "mem_mb": "Memory (MB)",
@@ -59,6 +61,7 @@ class AssignmentForm(forms.ModelForm):
         }
         widgets = {
             "script_template": forms.Textarea(attrs={"rows": 14, "class": "mono"}),
+            "check_script": forms.Textarea(attrs={"rows": 8, "class": "mono"}),
             "opens_at": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
             "due_at": forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
         }
@@ -84,6 +87,9 @@ class AssignmentForm(forms.ModelForm):
 
     def clean_script_template(self) -> str:
         return validate_template(self.cleaned_data["script_template"])
+
+    def clean_check_script(self) -> str:
+        return validate_template(self.cleaned_data.get("check_script") or "")
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]

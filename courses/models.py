@@ -143,6 +143,12 @@ class Assignment(models.Model):
         help_text="The body of a bash batch script. Parameters are shell variables, e.g. $EPOCHS."
     )
     parameters = models.JSONField(default=list, blank=True)
+    check_script = models.TextField(
+        blank=True,
+        help_text="Optional: a bash script run after each completed job, as the student, in the job's folder "
+        "(1 CPU, 5 minutes). Each line `CHECK pass <name>: <message>` or `CHECK fail <name>: <message>` it prints, "
+        "and one `SCORE <points>/<max>`, are shown on the job page. No #SBATCH lines.",
+    )
     datasets = models.ManyToManyField(Dataset, blank=True, related_name="assignments")
     gpus = models.PositiveSmallIntegerField(default=1)
     cpus = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1)])
@@ -192,6 +198,7 @@ class AssignmentVersion(models.Model):
     number = models.PositiveIntegerField()
     script_template = models.TextField()
     parameters = models.JSONField(default=list, blank=True)
+    check_script = models.TextField(blank=True, help_text="The check run after each completed job (empty: none).")
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

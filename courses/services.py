@@ -60,6 +60,7 @@ class _Contents:
 
     script_template: str
     parameters: list
+    check_script: str
     starter_files: tuple[tuple[str, str], ...]
     dataset_ids: frozenset[int]
 
@@ -67,11 +68,12 @@ class _Contents:
 def _contents_now(assignment: Assignment) -> _Contents:
     """The assignment as saved now. Read from the database, not from `assignment`, which may have been loaded
     before an instructor saved a change."""
-    now = Assignment.objects.only("script_template", "parameters").get(pk=assignment.pk)
+    now = Assignment.objects.only("script_template", "parameters", "check_script").get(pk=assignment.pk)
     starters = StarterFile.objects.filter(assignment_id=assignment.pk).order_by("name")
     return _Contents(
         script_template=now.script_template,
         parameters=now.parameters,
+        check_script=now.check_script,
         starter_files=tuple(starters.values_list("name", "file")),
         dataset_ids=frozenset(Dataset.objects.filter(assignments=assignment.pk).values_list("pk", flat=True)),
     )
@@ -81,6 +83,7 @@ def _contents_of(version: AssignmentVersion) -> _Contents:
     return _Contents(
         script_template=version.script_template,
         parameters=version.parameters,
+        check_script=version.check_script,
         starter_files=tuple(version.starter_files.order_by("name").values_list("name", "file")),
         dataset_ids=frozenset(version.datasets.values_list("pk", flat=True)),
     )
@@ -117,6 +120,7 @@ def assignment_version_current(*, assignment: Assignment, author=None) -> Assign
         number=latest.number + 1 if latest else 1,
         script_template=now.script_template,
         parameters=now.parameters,
+        check_script=now.check_script,
         author=author,
     )
     version.datasets.set(now.dataset_ids)

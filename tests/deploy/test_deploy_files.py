@@ -74,7 +74,7 @@ def test_the_image_installs_only_the_runtime_requirements():
         if line and not line.startswith(("#", "-r"))
     } - {"django-allauth"}  # allauth is in both: the runtime extras, and the test IdP's extra
 
-    assert installs == ["pip install --no-cache-dir -r requirements.txt"]
+    assert installs == ["pip install --no-cache-dir --target=/opt/labqueue/packages -r requirements.txt"]
     assert not [arguments for _, arguments in dockerfile() if "requirements-dev" in arguments]
     assert not [line for line in runtime.splitlines() if line.startswith("-r")], (
         "requirements.txt pulls in no other file"
@@ -134,6 +134,106 @@ def test_the_slurm_client_is_chosen_at_build_time():
     assert {"DEBIAN_RELEASE", "BASE_IMAGE", "SLURM_PACKAGES"} <= set(args)
     assert ("FROM", "${BASE_IMAGE}") in instructions
     assert any("${SLURM_PACKAGES}" in arguments for keyword, arguments in instructions if keyword == "RUN")
+
+
+def stages() -> dict[str, list[tuple[str, str]]]:
+    """The Dockerfile's stages by name (the last, unnamed one is "image"), each with its instructions."""
+    named: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for keyword, arguments in dockerfile():
+        if keyword == "FROM":
+            base, _, name = arguments.partition(" AS ")
+            current = named.setdefault(name.strip() or "image", [])
+        if current is not None:
+            current.append((keyword, arguments))
+    return named
+
+
+def test_the_image_is_built_in_two_stages_and_pip_runs_only_in_the_first():
+    built = stages()
+
+    assert list(built) == ["packages", "image"]
+    assert not [arguments for keyword, arguments in built["image"] if "pip " in arguments]
+    assert ("COPY", "--from=packages /opt/labqueue/packages /opt/labqueue/packages") in built["image"]
+    env = {}
+    for keyword, arguments in built["image"]:
+        if keyword == "ENV":
+            env.update(env_values(arguments))
+    assert env["PYTHONPATH"] == "/opt/labqueue/packages"
+
+
+def test_the_base_image_is_pinned_by_a_digest_the_readme_says_how_to_update():
+    args = dict(arguments.split("=", 1) for keyword, arguments in dockerfile() if keyword == "ARG" and "=" in arguments)
+    readme = (REPO / "README.md").read_text()
+
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", args["BASE_DIGEST"]), args["BASE_DIGEST"]
+    assert args["BASE_IMAGE"] == "python:3.11-slim-${DEBIAN_RELEASE}@${BASE_DIGEST}"
+    assert [arguments for keyword, arguments in dockerfile() if keyword == "FROM"] == [
+        "${BASE_IMAGE} AS packages",
+        "${BASE_IMAGE}",
+    ]
+    assert "BASE_DIGEST" in readme and "docker buildx imagetools inspect python:3.11-slim-bookworm" in readme
+
+
+def test_the_image_checks_its_health_through_the_probe():
+    [check] = [arguments for keyword, arguments in dockerfile() if keyword == "HEALTHCHECK"]
+
+    assert check.endswith('CMD ["/app/deploy/entrypoint", "probe", "/healthz"]'), check
+    services = compose()["services"]
+    for name in ("migrate", "doctor"):
+        assert services[name]["healthcheck"] == {"disable": True}, f"{name} is a one-shot: no web server to ask"
+    for name in ("beat", *WORKERS):
+        assert services[name]["healthcheck"]["test"][-3:] == ["--server", "web:8000", "/readyz"], name
+
+
+#: Lab, test and benchmark tooling of this repository: never in the image.
+LAB_ONLY = re.compile(
+    r"(^|/)(tests|labcluster|services|mutate[^/]*|bench_[^/]*|benchlib\.py|demo|seed_scale\.py|slurm24[^/]*"
+    r"|capture_slurm_output|image|prereqs|mutation_report\.py|conftest\.py|test_[^/]*\.py)$"
+)
+#: What the build context holds at its top, and nothing else (.dockerignore's allow-list).
+RUNTIME_TOP = {"manage.py", "requirements.txt", "portal", "courses", "clusterpolicy", "jobs", "reports", "ops"}
+RUNTIME_TOP |= {"slurm", "templates", "static", "deploy", "scripts"}
+
+
+def build_context() -> list[str]:
+    """Every file of this checkout that Docker sends as the build context (after .dockerignore), as the
+    builder walks it: a directory left out with no exception below it is not entered."""
+    exceptions = [
+        line.strip()[1:].strip("/")
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip().startswith("!")
+    ]
+    sent = []
+    for directory, subdirectories, files in os.walk(REPO):
+        relative = os.path.relpath(directory, REPO)
+        prefix = "" if relative == "." else relative + "/"
+        subdirectories[:] = [
+            name
+            for name in subdirectories
+            if not dockerignored(prefix + name) or any(rule.startswith(prefix + name + "/") for rule in exceptions)
+        ]
+        sent += [prefix + name for name in files if not dockerignored(prefix + name)]
+    return sorted(sent)
+
+
+def test_the_build_context_holds_what_production_runs_and_no_lab_test_or_benchmark_file():
+    sent = build_context()
+
+    assert not [path for path in sent if LAB_ONLY.search(path)], [path for path in sent if LAB_ONLY.search(path)]
+    assert {path.split("/")[0] for path in sent} <= RUNTIME_TOP
+    assert [path for path in sent if path.startswith("scripts/")] == ["scripts/labqueue-jobdir"]
+    assert {"manage.py", "portal/settings.py", "deploy/entrypoint", "static/labqueue.css"} <= set(sent)
+    assert not [path for path in sent if path.endswith((".pyc", ".env", ".sqlite3", ".out"))]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["scripts/labcluster", "scripts/services", "scripts/mutate", "scripts/bench_sync.py", "scripts/demo"]
+    + ["scripts/seed_scale.py", "scripts/slurm24", "scripts/capture_slurm_output", "slurm-10.out", "docs/records.md"],
+)
+def test_lab_only_scripts_and_local_output_stay_out_of_the_image(path):
+    assert dockerignored(path)
 
 
 def _pattern(pattern: str) -> re.Pattern:
@@ -351,3 +451,31 @@ def test_compose_keeps_the_images_static_root_media_root_and_beat_schedule_whate
     assert "beat:" + str(Path(image_env["LABQUEUE_BEAT_SCHEDULE"]).parent) in services["beat"]["volumes"]
     for name in WORKERS:
         assert "media:" + image_env["LABQUEUE_MEDIA_ROOT"] in services[name]["volumes"]
+
+
+def env_example_variables() -> set[str]:
+    return set(re.findall(r"^(?:# )?([A-Z][A-Z0-9_]*)=", (REPO / ".env.example").read_text(), flags=re.MULTILINE))
+
+
+def test_every_variable_the_deployment_files_read_is_in_the_env_example():
+    read = set()
+    for name in ("entrypoint", "compose.yaml", "gunicorn.conf.py", "probe.py"):
+        text = (REPO / "deploy" / name).read_text()
+        read |= set(re.findall(r"\$\{(LABQUEUE_[A-Z0-9_]+|POSTGRES_[A-Z_]+)", text))
+        read |= set(re.findall(r"""environ(?:\.get)?\(\s*["'](LABQUEUE_[A-Z0-9_]+)""", text))
+    read -= {"LABQUEUE_STATIC_ROOT", "LABQUEUE_MEDIA_ROOT"} - env_example_variables()
+
+    assert {"LABQUEUE_PYTHON", "LABQUEUE_IMAGE", "LABQUEUE_LOG_FORMAT", "LABQUEUE_BEAT_SCHEDULE"} <= read
+    assert read - env_example_variables() == set()
+
+
+def test_the_readme_settings_table_documents_every_variable_of_the_env_example():
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("## Settings (operators)") :]
+    table = table[: table.index("\n## ", 5)]
+    documented = set()
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            documented |= set(re.findall(r"`([A-Z][A-Z0-9_]*)`", line.split("|")[1]))
+
+    assert env_example_variables() - documented == set()

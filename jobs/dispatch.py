@@ -20,6 +20,7 @@ import slurm
 from clusterpolicy.selectors import lab_reservation_for, lab_reservations_over
 from courses.scripting import SCRIPT_NAME
 from courses.selectors import course_role
+from jobs.checks import checks_finish, checks_follow_queue, checks_in_slurm
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import explain
 from jobs.lifecycle import job_transition
@@ -243,7 +244,8 @@ def jobs_sync() -> int:
     """Bring every active job up to date with at most two Slurm commands, however many jobs:
     one squeue for the live ones, one sacct for those that left the queue or finished."""
     active = list(Job.objects.filter(status__in=ACTIVE_IN_SLURM).exclude(slurm_job_id=""))
-    if not active:
+    check_runs = checks_in_slurm()  # assignments' checks ride along in the same two calls (jobs.checks)
+    if not active and not check_runs:
         return 0
     live = slurm.queue()
     now = timezone.now()
@@ -267,11 +269,12 @@ def jobs_sync() -> int:
     # What did not change costs one statement however many jobs; what changed, one per batch.
     Job.objects.filter(pk__in=unchanged).update(checked_at=now)
     Job.objects.bulk_update(changed, [*LIVE_FIELDS, "left_queue_at", "checked_at"], batch_size=500)
-    if finished:
+    checks_left = checks_follow_queue(check_runs, live)
+    if finished or checks_left:
         # Left the queue: finished, but how is known only from sacct. Until it answers the job is
         # neither "running" nor done, and its check time stays old so the page says so.
         Job.objects.filter(pk__in=[job.pk for job in finished], left_queue_at=None).update(left_queue_at=now)
-        records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished])
+        records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished + checks_left])
         Job.objects.filter(pk__in=[job.pk for job in finished]).update(checked_at=now)
         for job in finished:
             record = records.get(job.slurm_job_id)
@@ -280,6 +283,7 @@ def jobs_sync() -> int:
                 cause = f"Slurm's accounting reports {record.state}, exit code {record.exit_code}."
                 if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
                     _store_explanation(job)
+        checks_finish(checks_left, records)
     return len(active)
 
 

@@ -8,6 +8,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet, sql
 from django.utils import timezone
 
+from jobs.checks import check_enqueue_on_commit
 from jobs.models import TRANSITIONS, Job, JobEvent
 from jobs.notifications import job_notify_on_commit
 
@@ -36,6 +37,7 @@ def job_transition(*, job: Job, to: str, cause: str, actor=None, **fields) -> bo
     for name, value in fields.items():
         setattr(job, name, value)
     job_notify_on_commit(job=job, to=to)  # a mail to the student, if they asked for one
+    check_enqueue_on_commit(job=job, to=to)  # the assignment's check of a completed job, if it has one
     return True
 
 

@@ -196,6 +196,72 @@ class Job(models.Model):
     stderr_name = property(stderr_name)
 
 
+class CheckStatus(models.TextChoices):
+    QUEUED = "queued", "Waiting to be sent to the cluster"
+    SUBMITTING = "submitting", "Being sent to the cluster"
+    PENDING = "pending", "Waiting in the cluster queue"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Could not finish"
+    REFUSED = "refused", "Could not be sent"
+
+
+CHECK_ACTIVE_IN_SLURM = frozenset({CheckStatus.PENDING, CheckStatus.RUNNING})
+# The only status changes a check has (jobs.checks applies them with compare-and-set).
+CHECK_TRANSITIONS: dict[str, frozenset[str]] = {
+    CheckStatus.QUEUED: frozenset({CheckStatus.SUBMITTING, CheckStatus.REFUSED}),
+    CheckStatus.SUBMITTING: frozenset({CheckStatus.QUEUED, CheckStatus.PENDING, CheckStatus.REFUSED}),
+    CheckStatus.PENDING: frozenset({CheckStatus.RUNNING, CheckStatus.DONE, CheckStatus.FAILED}),
+    CheckStatus.RUNNING: frozenset({CheckStatus.PENDING, CheckStatus.DONE, CheckStatus.FAILED}),
+    CheckStatus.DONE: frozenset(),
+    CheckStatus.FAILED: frozenset(),
+    CheckStatus.REFUSED: frozenset(),
+}
+
+
+class CheckRun(models.Model):
+    """The assignment's check of one completed job (jobs.checks): a short Slurm job of its own, run as the
+    student after the job, whose output file (named with `token`, chosen when the check is sent) gives the
+    results. Feedback, not tamper-proof grading: it runs with the student's rights on the job's files."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="check_run")
+    status = models.CharField(max_length=16, choices=CheckStatus.choices, default=CheckStatus.QUEUED)
+    token = models.CharField(max_length=32, blank=True, help_text="Names the check's script and output files.")
+    slurm_job_id = models.CharField(max_length=32, blank=True, db_index=True)
+    slurm_state = models.CharField(max_length=32, blank=True)
+    results = models.JSONField(
+        default=list, blank=True, help_text='The check lines: [{"passed": true, "name": "...", "message": "..."}].'
+    )
+    score = models.DecimalField(max_digits=9, decimal_places=2, null=True, blank=True)
+    max_score = models.DecimalField(max_digits=9, decimal_places=2, null=True, blank=True)
+    message = models.TextField(blank=True, help_text="What the portal says about the check, when it did not run.")
+    enqueue_failed = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status"], name="checkrun_status")]
+
+    def __str__(self) -> str:
+        return f"Check of job {self.job_id}: {self.status}"
+
+    def is_finished(self) -> bool:
+        return not CHECK_TRANSITIONS[self.status]
+
+    is_finished = property(is_finished)
+
+    def script_name(self) -> str:
+        return f"check-{self.token}.sh"
+
+    script_name = property(script_name)
+
+    def output_name(self) -> str:
+        return f"check-{self.token}.out"
+
+    output_name = property(output_name)
+
+
 class JobNote(models.Model):
     """A note from course staff on a job, visible to the student."""
 

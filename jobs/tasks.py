@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 
 from clusterpolicy import labs
-from jobs import dispatch, notifications, retention
+from jobs import checks, dispatch, notifications, retention
 from jobs.workdir import WorkdirUnavailable
 from slurm import SlurmUnavailable
 
@@ -38,6 +38,15 @@ def job_scancel(self, job_id: int) -> None:
         raise self.retry(exc=error, countdown=_backoff(self.request.retries))
 
 
+@shared_task(bind=True, max_retries=8)
+def check_submit(self, check_id: int) -> None:
+    """Send an assignment's check of a completed job to Slurm (jobs.checks)."""
+    try:
+        checks.check_submit(check_id=check_id)
+    except (SlurmUnavailable, WorkdirUnavailable) as error:
+        raise self.retry(exc=error, countdown=_backoff(self.request.retries))
+
+
 @shared_task
 def jobs_sync() -> None:
     """The job-status sync (every LABQUEUE_SYNC_SECONDS), then re-send jobs whose submit task was lost."""
@@ -48,6 +57,7 @@ def jobs_sync() -> None:
     else:
         dispatch.heartbeat("jobs_sync")
     dispatch.jobs_requeue_stale()
+    checks.checks_requeue_stale()
 
 
 @shared_task(bind=True, max_retries=8)

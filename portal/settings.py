@@ -248,6 +248,7 @@ CELERY_TASK_DEFAULT_QUEUE = "celery"
 CELERY_TASK_ROUTES = {
     "jobs.tasks.job_dispatch": {"queue": "submit"},
     "jobs.tasks.job_scancel": {"queue": "submit"},
+    "jobs.tasks.check_submit": {"queue": "submit"},
     "jobs.tasks.jobs_sync": {"queue": "sync"},
     "jobs.tasks.labs_tick": {"queue": "sync"},
 }

@@ -294,3 +294,55 @@ class LabSessionForm(forms.Form):
         if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus" and not data.get("gpus"):
             self.add_error("gpus", "Give the number of GPUs to reserve.")
         return data
+
+
+#: Slurm accounts no course may take: Slurm's own root account (its limits bind the whole cluster).
+RESERVED_ACCOUNTS = frozenset({"root"})
+
+
+class CourseCopyForm(forms.ModelForm):
+    """The new term's course: its names and a Slurm account of its own (the policy comes from the old one)."""
+
+    class Meta:
+        model = Course
+        fields = ["code", "title", "term", "slug", "slurm_account"]
+        labels = {"slug": "Short name (in addresses)", "slurm_account": "Cluster account for this term"}
+        help_texts = {
+            "slurm_account": "A new account the portal creates on the cluster for this course's jobs, "
+            "e.g. cs101-2027sp. It cannot be the account of another course."
+        }
+
+    def clean_slurm_account(self) -> str:
+        account = self.cleaned_data["slurm_account"]
+        if account.lower() in RESERVED_ACCOUNTS:
+            raise ValidationError(f"“{account}” is the cluster's own top account; choose a name for this course.")
+        if Course.objects.filter(slurm_account__iexact=account).exists():
+            raise ValidationError(
+                "Another course already uses this cluster account; each term needs its own, so that its "
+                "limits and usage are its own. Choose a new name, e.g. with the term in it."
+            )
+        return account
+
+
+ASSIGNMENT_FILE_MAX_BYTES = 128 * 1024
+
+
+class AssignmentImportForm(forms.Form):
+    assignment_file = forms.FileField(
+        label="Assignment file (YAML)", help_text="A file exported from LabQueue (Export as YAML on an assignment)."
+    )
+
+    def clean_assignment_file(self) -> str:
+        upload = self.cleaned_data["assignment_file"]
+        if upload.size > ASSIGNMENT_FILE_MAX_BYTES:
+            raise ValidationError(
+                f"The file is larger than {ASSIGNMENT_FILE_MAX_BYTES // 1024} KB; an assignment file is much smaller."
+            )
+        try:
+            return upload.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValidationError("The file is not UTF-8 text. Export it from LabQueue again, or save it as UTF-8.")
+
+
+class AssignmentImportConfirmForm(forms.Form):
+    yaml_text = forms.CharField(widget=forms.HiddenInput, strip=False)

@@ -14,9 +14,12 @@ from courses.models import (
     Assignment,
     AssignmentVersion,
     Course,
+    CourseCeiling,
     Dataset,
     Enrollment,
+    Hint,
     LabSession,
+    Role,
     StarterFile,
     VersionStarterFile,
 )
@@ -300,3 +303,60 @@ def lab_session_cancel(*, session: LabSession, actor) -> None:
         raise ValidationError("This lab has already ended or been cancelled.")
     session.state = LabSession.State.CANCELLED
     _labs_tick_on_commit()
+
+
+#: What a copy of an assignment leaves behind: its identity, its course and the dates of its term.
+_NOT_COPIED = {"id", "uuid", "course", "created_at", "updated_at", "opens_at", "due_at"}
+#: The course policy a new term keeps (the limits, budget and QOS; not the names or the Slurm account).
+COURSE_POLICY_FIELDS = (
+    "partition",
+    "max_gpus_per_job",
+    "max_cpus_per_job",
+    "max_mem_mb_per_job",
+    "max_minutes_per_job",
+    "max_running_jobs_per_student",
+    "max_queued_jobs_per_student",
+    "gpu_hours_per_student",
+    "max_gpus_course",
+    "qos",
+)
+
+
+@transaction.atomic
+def course_copy(*, source: Course, fields: dict, actor) -> Course:
+    """A new course for another term from `source`: its policy, ceilings, data sets, assignments (current
+    script, parameters, resources, starter files, checks, late policy) and hints; not its people, jobs, labs,
+    usage or dates. `fields` name the new course (slug, code, title, term, slurm_account); `actor` teaches it."""
+    course = Course(**{name: getattr(source, name) for name in COURSE_POLICY_FIELDS}, **fields)
+    course.full_clean()
+    course.save()
+    ceiling = CourseCeiling.objects.filter(course=source).first()
+    if ceiling is not None:
+        ceiling.pk, ceiling.course = None, course
+        ceiling.save()
+    datasets = {
+        old.pk: Dataset.objects.create(course=course, name=old.name, path=old.path, description=old.description)
+        for old in source.datasets.all()
+    }
+    assignments = {}
+    for old in source.assignments.prefetch_related("datasets", "starter_files"):
+        new = Assignment(course=course)
+        for model_field in Assignment._meta.concrete_fields:
+            if model_field.name not in _NOT_COPIED:
+                setattr(new, model_field.attname, getattr(old, model_field.attname))
+        new.save()
+        new.datasets.set([datasets[dataset.pk] for dataset in old.datasets.all()])
+        for starter in old.starter_files.all():  # stored files are never written over: the copy shares them
+            StarterFile.objects.create(assignment=new, name=starter.name, file=starter.file.name)
+        assignment_version_current(assignment=new, author=actor)
+        assignments[old.pk] = new
+    for hint in source.hints.all():
+        Hint.objects.create(
+            course=course,
+            assignment=assignments.get(hint.assignment_id),
+            pattern=hint.pattern,
+            state=hint.state,
+            message=hint.message,
+        )
+    Enrollment.objects.create(user=actor, course=course, role=Role.INSTRUCTOR)
+    return course

@@ -1,0 +1,188 @@
+"""An assignment as a YAML file instructors keep in git: export, and an import that is previewed, checked with
+the assignment form's own rules and applied whole or not at all. Web side (the instructor's pages).
+
+The file holds what a course reuses from term to term: the script template, its parameters, the default
+resources, the attempt cap, the late policy and the assignment's own hints. Dates, data sets and starter files
+belong to a term and a cluster and stay out of it. Exporting, importing and exporting again gives the same bytes.
+
+The parser takes plain YAML only: no anchors or aliases (a "billion laughs" file is refused before it is built),
+no tags (nothing but strings, numbers, booleans, lists and mappings), one document, at most MAX_BYTES.
+"""
+
+import json
+from dataclasses import dataclass, field
+
+import yaml
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from courses.forms import ASSIGNMENT_FILE_MAX_BYTES as MAX_BYTES
+from courses.forms import AssignmentForm, HintForm
+from courses.models import Assignment, Course, Hint
+from courses.scripting import validate_schema, validate_template
+from courses.services import assignment_save
+
+FORMAT = 1
+HEADER = "# A LabQueue assignment (export, keep in git, import into a course of a later term).\n"
+TEXTS = ("title", "slug", "description", "script_template")
+RESOURCES = ("gpus", "cpus", "mem_mb", "minutes")
+SETTINGS = ("max_attempts", "late_policy", "grace_minutes")
+KEYS = ("labqueue", "title", "slug", "description", "script_template", "parameters", "resources", *SETTINGS, "hints")
+HINT_KEYS = ("state", "pattern", "message")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line text as literal blocks, so a script reads in the file as it does in the editor."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value and value.strip(" \n") and not any(c in value for c in "\r\t") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def assignment_export(*, assignment: Assignment) -> str:
+    """The assignment as YAML text."""
+    hints = assignment.hints.order_by("created_at", "pk")
+    document = {
+        "labqueue": FORMAT,
+        "title": assignment.title,
+        "slug": assignment.slug,
+        "description": assignment.description,
+        "script_template": assignment.script_template,
+        "parameters": _parameters(assignment.parameters),
+        "resources": {name: getattr(assignment, name) for name in RESOURCES},
+        **{name: getattr(assignment, name) for name in SETTINGS},
+        "hints": [{key: getattr(hint, key) for key in HINT_KEYS} for hint in hints],
+    }
+    return HEADER + yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def _parameters(schema: list) -> list:
+    """The schema as the assignment form saves it (every key, in one order), so that an assignment made
+    elsewhere (the admin, an older release) exports as it will import."""
+    try:
+        return validate_schema(schema)
+    except ValidationError:
+        return schema
+
+
+@dataclass
+class ImportPlan:
+    """What an import would do: create or update which assignment, with how many hints; or why it cannot."""
+
+    errors: list[str] = field(default_factory=list)
+    fields: dict = field(default_factory=dict)
+    hints: list[dict] = field(default_factory=list)
+    existing: Assignment | None = None
+    form: AssignmentForm | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _refuse_hostile(text: str) -> None:
+    """Plain YAML only: an anchor, an alias or a tag anywhere refuses the file, before anything is built."""
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise ValidationError(f"Line {line}: anchors and aliases (& and *) are not accepted in an assignment file.")
+        if getattr(event, "tag", None):
+            raise ValidationError(f"Line {line}: tags (such as {event.tag}) are not accepted in an assignment file.")
+
+
+def _document(text: str) -> tuple[dict, dict[str, int]]:
+    """The file's mapping and the line of each top-level key."""
+    if len(text.encode()) > MAX_BYTES:
+        raise ValidationError(f"The file is larger than {MAX_BYTES // 1024} KB; an assignment file is much smaller.")
+    try:
+        _refuse_hostile(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        document = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"Line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ValidationError(f"{where}this is not valid YAML ({error.problem or error.context}).")
+    except (yaml.YAMLError, RecursionError):
+        raise ValidationError("This is not a YAML file LabQueue can read (one document, nested at most a few levels).")
+    if not isinstance(document, dict):
+        raise ValidationError("The file must be a mapping of keys (title, slug, script_template, ...).")
+    lines = {key.value: key.start_mark.line + 1 for key, _ in node.value if isinstance(key, yaml.ScalarNode)}
+    return document, lines
+
+
+def _at(lines: dict[str, int], key: str) -> str:
+    return f"Line {lines[key]} ({key})" if key in lines else key
+
+
+def assignment_import_plan(*, course: Course, text: str) -> ImportPlan:
+    """Read and check a file against the course as the assignment form would; nothing is saved."""
+    plan = ImportPlan()
+    try:
+        document, lines = _document(text)
+    except ValidationError as error:
+        plan.errors = error.messages
+        return plan
+    if document.get("labqueue") != FORMAT:
+        plan.errors.append(f"{_at(lines, 'labqueue')}: this is not a LabQueue assignment file (labqueue: {FORMAT}).")
+    plan.errors += [f"{_at(lines, key)}: unknown key." for key in document if key not in KEYS]
+    plan.errors += [
+        f"{_at(lines, key)}: give text here." for key in TEXTS if not isinstance(document.get(key) or "", str)
+    ]
+    resources = document.get("resources")
+    if not isinstance(resources, dict) or set(resources) != set(RESOURCES):
+        plan.errors.append(f"{_at(lines, 'resources')}: give {', '.join(RESOURCES)} (and nothing else).")
+        resources = {}
+    hints = document.get("hints") or []
+    if not isinstance(hints, list) or not all(isinstance(h, dict) and set(h) <= set(HINT_KEYS) for h in hints):
+        plan.errors.append(f"{_at(lines, 'hints')}: a list of hints, each with state, pattern and message.")
+        hints = []
+    if plan.errors:
+        return plan
+    data = {key: _form_value(document.get(key)) for key in TEXTS}
+    data["parameters"] = json.dumps(document.get("parameters") or [])
+    data.update({key: _form_value(value) for key, value in resources.items()})
+    data.update({key: _form_value(document.get(key)) for key in SETTINGS})
+    plan.existing = course.assignments.filter(slug=data["slug"]).first()
+    plan.form = AssignmentForm(data, course=course, instance=plan.existing or Assignment(course=course))
+    if not plan.form.is_valid():
+        for name, messages in plan.form.errors.items():
+            key = name if name in document else "resources" if name in RESOURCES else name
+            plan.errors += [f"{_at(lines, key)}: {message}" for message in messages]
+    for number, hint in enumerate(hints, start=1):
+        form = HintForm({key: _form_value(hint.get(key)) for key in HINT_KEYS}, course=course)
+        form.is_valid()
+        problems = {name: errors for name, errors in form.errors.items() if name != "assignment"}
+        plan.errors += [f"{_at(lines, 'hints')}, hint {number}: {m}" for errors in problems.values() for m in errors]
+        plan.hints.append({key: form.cleaned_data.get(key, "") for key in HINT_KEYS})
+    if plan.ok:
+        plan.fields = {k: v for k, v in plan.form.cleaned_data.items() if k not in ("datasets", "starter_file")}
+        # The texts exactly as the file has them (the form trims their ends), line ends made Unix ones.
+        plan.fields["script_template"] = validate_template(document["script_template"])
+        plan.fields["description"] = (document.get("description") or "").replace("\r\n", "\n")
+    return plan
+
+
+def _form_value(value) -> str:
+    """A YAML value as a browser would send it in the assignment form."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "on" if value else ""
+    return str(value)
+
+
+@transaction.atomic
+def assignment_import(*, course: Course, text: str, actor) -> Assignment:
+    """Apply a file whole (the assignment, a new version if its script changed, and its own hints), or nothing."""
+    plan = assignment_import_plan(course=course, text=text)
+    if not plan.ok:
+        raise ValidationError(plan.errors)
+    datasets = list(plan.existing.datasets.all()) if plan.existing else []
+    saved = assignment_save(course=course, fields=plan.fields, datasets=datasets, assignment=plan.existing, actor=actor)
+    Hint.objects.filter(course=course, assignment=saved).delete()
+    Hint.objects.bulk_create(Hint(course=course, assignment=saved, **hint) for hint in plan.hints)
+    return saved

@@ -2,8 +2,9 @@
 
 Desired, per course: the Slurm account exists; one association per enrolled person with a cluster
 username (every role can submit), carrying MaxJobs, MaxSubmitJobs, MaxTRES per job (cpu, mem,
-gres/gpu), MaxWall and, with a budget, GrpTRESMins=gres/gpu=<minutes>; the account's own association
-carries GrpTRES=gres/gpu=<course-wide cap>. Every number is held to operations staff's ceilings and the
+gres/gpu), MaxWall and, with a budget, GrpTRESMins=gres/gpu=<minutes>, and may use the course's QOS and
+the site's lab QOS (LABQUEUE_LAB_QOS, lab jobs' --qos); the account's own association carries
+GrpTRES=gres/gpu=<course-wide cap>. Every number is held to operations staff's ceilings and the
 QOS to their allow-list (courses.selectors.course_ceilings), whatever the course row says. Only course
 accounts are read or changed, and only associations of people the portal knows and who are not enrolled
 are deleted: an association an operator made for someone the portal has never seen is listed as
@@ -34,8 +35,9 @@ from slurm import SlurmError, accounts
 log = logging.getLogger(__name__)
 
 
-def user_limits(values: dict[str, int | None], qos: str) -> UserLimits:
-    """One student's association limits from the course policy's numbers (already held to the ceilings)."""
+def user_limits(values: dict[str, int | None], qos: str, lab_qos: str = "") -> UserLimits:
+    """One student's association limits from the course policy's numbers (already held to the ceilings), and
+    the QOS they may use: the course's and the lab jobs' (both added to the association's list)."""
     gpu_hours = values["gpu_hours_per_student"]
     return UserLimits(
         max_jobs=values["max_running_jobs_per_student"],
@@ -48,6 +50,7 @@ def user_limits(values: dict[str, int | None], qos: str) -> UserLimits:
         max_wall_minutes=values["max_minutes_per_job"],
         gpu_minutes=gpu_hours * 60 if gpu_hours is not None else None,
         qos=qos,
+        lab_qos=lab_qos,
     )
 
 
@@ -72,7 +75,7 @@ def desired_accounts(courses: list[Course]) -> tuple[list[DesiredAccount], list[
         errors += held
         if course.qos and course_qos(course) != course.qos:
             errors.append(f"{course.slug}: QOS {course.qos} is not allowed by operations staff; not given to anyone.")
-        limits = user_limits(values, course_qos(course))
+        limits = user_limits(values, course_qos(course), lab_qos=settings.LABQUEUE_LAB_QOS)
         result.append(
             DesiredAccount(
                 account=account,

@@ -22,6 +22,7 @@ class UserLimits:
     max_wall_minutes: int | None
     gpu_minutes: int | None
     qos: str = ""
+    lab_qos: str = ""  # the QOS of lab jobs (LABQUEUE_LAB_QOS), granted beside the course's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,9 +89,10 @@ def _user_sets(limits: UserLimits, actual: Assoc) -> tuple[dict[str, str], list[
     differ(
         "GrpTRESMins", "GrpTRESMins", wanted_mins, actual.grp_tres_mins, _tres_text(wanted_mins, actual.grp_tres_mins)
     )
-    if limits.qos and limits.qos not in actual.qos:
-        sets["QOS+"] = limits.qos
-        differences.append(f"QOS: {','.join(actual.qos) or 'none'} -> also {limits.qos}")
+    missing_qos = [name for name in dict.fromkeys((limits.qos, limits.lab_qos)) if name and name not in actual.qos]
+    if missing_qos:
+        sets["QOS+"] = ",".join(missing_qos)
+        differences.append(f"QOS: {','.join(actual.qos) or 'none'} -> also {sets['QOS+']}")
     return sets, differences
 
 

@@ -64,11 +64,12 @@ def in_demo(state: Path, code: str) -> dict:
 
 @pytest.fixture
 def state() -> Iterator[Path]:
-    """A demo install of this test's own, where the service account may reach it (tmp_path is root's alone)."""
+    """A demo install of this test's own, where the service account may reach it (tmp_path is root's alone),
+    in a folder that does not exist yet, as var/ of a fresh checkout."""
     MEDIA_BASE.mkdir(parents=True, exist_ok=True)
     base = MEDIA_BASE / f"demo-{uuid.uuid4().hex[:12]}"
     base.mkdir(mode=0o755)
-    yield base / "demo"
+    yield base / "var" / "demo"
     shutil.rmtree(base, ignore_errors=True)
 
 

@@ -134,7 +134,8 @@ def job_spec(job: Job) -> slurm.JobSpec:
         stdout=str(workdir / job.stdout_name),
         stderr=str(workdir / job.stderr_name),
         reservation=job.reservation,
-        qos=job.qos,
+        # In a lab the site's lab QOS (it may preempt research work, README "Classroom priority"), else the course's.
+        qos=(settings.LABQUEUE_LAB_QOS or job.qos) if job.reservation else job.qos,
     )
 
 

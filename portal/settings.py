@@ -339,6 +339,8 @@ LABQUEUE_BILLING_CURRENCY = env("LABQUEUE_BILLING_CURRENCY", "USD")
 
 # Course policy in Slurm and classroom priority (clusterpolicy/; README "Classroom priority").
 LABQUEUE_COURSE_QOS = env("LABQUEUE_COURSE_QOS")  # e.g. "coursework": --qos for course jobs (a course's own qos wins)
+# e.g. "coursework": --qos for jobs in a lab's reservation, a QOS that may preempt research work; empty: labs wait
+LABQUEUE_LAB_QOS = env("LABQUEUE_LAB_QOS")
 LABQUEUE_RESERVATION_STRATEGY = env("LABQUEUE_RESERVATION_STRATEGY", "nodes")  # "nodes" (22.05) or "gpus" (23.11+)
 LABQUEUE_RESERVABLE_NODES = env_list("LABQUEUE_RESERVABLE_NODES", "gpu1,gpu2")  # nodes labs may reserve
 LABQUEUE_GPUS_PER_NODE = env_int("LABQUEUE_GPUS_PER_NODE", 4)  # capacity for the "gpus" strategy

@@ -5,6 +5,7 @@ check's output."""
 import os
 import pwd
 import time
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from django.urls import reverse
 
 import slurm
 from jobs.models import CheckRun, CheckStatus, Job, Status
+from slurm import runner
 from tests.behaviour_helpers import tasks_run_in_process
 from tests.conftest import dispatch, jobs_sync, submitted, wait_for_status
 
@@ -49,10 +51,13 @@ def completed_with_check(client, student, assignment, django_capture_on_commit_c
 
 
 def wait_for_check(job: Job, timeout: float = 90) -> CheckRun:
-    """Run the sync (as Celery beat would) until the job's check has finished."""
+    """Run the sync (as Celery beat would) until the job's check has finished. Each cycle follows the check in
+    the sync's own calls: one squeue, and one sacct once something left the queue."""
     deadline = time.monotonic() + timeout
     while True:
-        jobs_sync()
+        with runner.command_log() as commands:
+            jobs_sync()
+        assert Counter(command.tool for command in commands) <= Counter({"squeue": 1, "sacct": 1})
         run = CheckRun.objects.get(job=job)
         if run.is_finished:
             return run

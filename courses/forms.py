@@ -1,5 +1,5 @@
 import json
-from datetime import timedelta
+from datetime import date, timedelta
 
 from django import forms
 from django.conf import settings
@@ -176,6 +176,52 @@ class HintForm(forms.ModelForm):
                 f"This course already has {most} hints, the most a course may have (every failed job's page "
                 "checks them all). Delete a hint the course no longer needs, or fold two into one pattern."
             )
+        return data
+
+
+WEEKDAYS = [
+    (0, "Monday"),
+    (1, "Tuesday"),
+    (2, "Wednesday"),
+    (3, "Thursday"),
+    (4, "Friday"),
+    (5, "Saturday"),
+    (6, "Sunday"),
+]
+
+
+class LabSeriesForm(forms.Form):
+    """A weekly lab: weekday, time and length, from one date to another, some dates skipped."""
+
+    weekday = forms.TypedChoiceField(choices=WEEKDAYS, coerce=int)
+    start_time = forms.TimeField(label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"))
+    minutes = forms.IntegerField(label="Length (minutes)", min_value=1, initial=110)
+    first_date = forms.DateField(label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    last_date = forms.DateField(label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    skip = forms.CharField(
+        label="Skipped dates (optional)",
+        required=False,
+        help_text="Dates without a lab, e.g. holidays: 2027-03-16, 2027-03-23.",
+    )
+    nodes = forms.IntegerField(label="GPU nodes", min_value=1, initial=1)
+    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False)
+
+    def clean_skip(self) -> frozenset[date]:
+        days = set()
+        for text in self.cleaned_data["skip"].replace(",", " ").split():
+            try:
+                days.add(date.fromisoformat(text))
+            except ValueError:
+                raise ValidationError(f"“{text}” is not a date: write dates as YYYY-MM-DD, separated by commas.")
+        return frozenset(days)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        first, last = data.get("first_date"), data.get("last_date")
+        if first and last and last < first:
+            self.add_error("last_date", "The last date must come on or after the first.")
+        if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus" and not data.get("gpus"):
+            self.add_error("gpus", "Give the number of GPUs to reserve.")
         return data
 
 

@@ -286,6 +286,25 @@ class Hint(models.Model):
         return self.message[:60]
 
 
+class LabSeries(models.Model):
+    """A weekly lab: one LabSession per week from the first date to the last, less the skipped dates, all made
+    (and checked) at once. Each session is then a lab of its own: reserved, cancelled or ended by itself."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="lab_series")
+    weekday = models.PositiveSmallIntegerField(help_text="0 Monday ... 6 Sunday.")
+    start_time = models.TimeField(help_text="In the portal's time zone (LABQUEUE_TIME_ZONE).")
+    minutes = models.PositiveIntegerField(validators=[MinValueValidator(1)])
+    first_date = models.DateField()
+    last_date = models.DateField()
+    skipped = models.JSONField(default=list, blank=True, help_text="Dates (YYYY-MM-DD) without a lab.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.course.code} weekly lab from {self.first_date}"
+
+
 class LabSession(models.Model):
     """A scheduled lab: the course gets a Slurm reservation of whole nodes (or GPUs) for its duration.
 
@@ -313,6 +332,9 @@ class LabSession(models.Model):
     reserved_nodes = models.CharField(max_length=200, blank=True, help_text="Nodes Slurm reserved, e.g. gpu2.")
     reservation_active = models.BooleanField(default=False, help_text="The reservation exists in Slurm.")
     message = models.TextField(blank=True)
+    series = models.ForeignKey(
+        LabSeries, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions", help_text="A weekly lab."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -1,6 +1,6 @@
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -18,6 +18,7 @@ from courses.models import (
     Dataset,
     Enrollment,
     Hint,
+    LabSeries,
     LabSession,
     Role,
     StarterFile,
@@ -29,6 +30,7 @@ from courses.selectors import assignment_version_latest, course_ceilings, roster
 from portal.celery import app
 
 LAB_SCHEDULE_LOCK = 4_202_604  # pg_advisory_xact_lock key for lab scheduling
+LAB_OPEN = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
 
 
 @transaction.atomic
@@ -247,21 +249,15 @@ def _lab_capacity() -> tuple[int, str]:
     return nodes, "node"
 
 
-@transaction.atomic
-def lab_session_schedule(
-    *, course: Course, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None = None, actor=None
-) -> LabSession:
-    """Schedule a lab, refused when it and the labs overlapping it need more than the reservable nodes
-    (or GPUs). One scheduling at a time (an advisory lock on PostgreSQL), so two cannot both fit."""
+def _lab_lock() -> None:
+    """One lab scheduling at a time (an advisory lock on PostgreSQL), so two labs cannot both fit."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAB_SCHEDULE_LOCK])
-    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
-    same = LabSession.objects.filter(
-        course=course, state__in=open_states, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus
-    ).first()
-    if same is not None:  # the same lab scheduled again (a double click, a reload): it is the one lab
-        return same
+
+
+def _lab_problems(*, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None) -> list[str]:
+    """Why a lab cannot be scheduled: operations staff's limits, then the labs overlapping it."""
     capacity, unit = _lab_capacity()
     size = gpus if unit == "GPU" else nodes
     limits = lab_limit_problems(
@@ -277,8 +273,8 @@ def lab_session_schedule(
         contact=settings.LABQUEUE_OPERATIONS_CONTACT,
     )
     if limits:
-        raise ValidationError(list(limits.values()))
-    overlapping = LabSession.objects.filter(state__in=open_states, starts_at__lt=ends_at, ends_at__gt=starts_at)
+        return list(limits.values())
+    overlapping = LabSession.objects.filter(state__in=LAB_OPEN, starts_at__lt=ends_at, ends_at__gt=starts_at)
     others = [
         (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
         for s in overlapping.select_related("course")
@@ -286,8 +282,23 @@ def lab_session_schedule(
     problem = lab_overlap_problem(
         starts_at=starts_at, ends_at=ends_at, size=size, others=others, capacity=capacity, unit=unit
     )
-    if problem:
-        raise ValidationError(problem)
+    return [problem] if problem else []
+
+
+@transaction.atomic
+def lab_session_schedule(
+    *, course: Course, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None = None, actor=None
+) -> LabSession:
+    """Schedule a lab, refused when it and the labs overlapping it need more than the reservable nodes
+    (or GPUs), or when it is beyond operations staff's limits."""
+    _lab_lock()
+    same = LabSession.objects.filter(
+        course=course, state__in=LAB_OPEN, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus
+    ).first()
+    if same is not None:  # the same lab scheduled again (a double click, a reload): it is the one lab
+        return same
+    if problems := _lab_problems(starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus):
+        raise ValidationError(problems)
     session = LabSession(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus, created_by=actor)
     session.full_clean()
     session.save()
@@ -295,11 +306,85 @@ def lab_session_schedule(
     return session
 
 
+def lab_series_dates(*, weekday: int, first: date, last: date, skipped: frozenset[date]) -> list[date]:
+    """The dates of a weekly lab: each `weekday` (0 Monday) from `first` to `last`, less the skipped ones."""
+    day = first + timedelta(days=(weekday - first.weekday()) % 7)
+    dates = []
+    while day <= last:
+        if day not in skipped:
+            dates.append(day)
+        day += timedelta(weeks=1)
+    return dates
+
+
+@transaction.atomic
+def lab_series_schedule(
+    *,
+    course: Course,
+    weekday: int,
+    start_time: time,
+    minutes: int,
+    first_date: date,
+    last_date: date,
+    skipped: frozenset[date] = frozenset(),
+    nodes: int,
+    gpus: int | None = None,
+    actor=None,
+) -> LabSeries:
+    """A weekly lab: every session is checked as a single lab is (limits, room on the cluster, not in the past)
+    and all are made, or none: the refusal names each date that does not fit, to skip or move."""
+    _lab_lock()
+    zone = timezone.get_current_timezone()
+    dates = lab_series_dates(weekday=weekday, first=first_date, last=last_date, skipped=skipped)
+    if not dates:
+        raise ValidationError("No date between the first and the last falls on that weekday (less the skipped ones).")
+    sessions, problems = [], []
+    for day in dates:
+        starts_at = datetime.combine(day, start_time, tzinfo=zone)
+        ends_at = starts_at + timedelta(minutes=minutes)
+        found = _lab_problems(starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus)
+        if starts_at < timezone.now():
+            found.insert(0, "This time has passed.")
+        problems += [f"{day:%a %Y-%m-%d}: {problem}" for problem in found]
+        sessions.append(LabSession(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus))
+    if problems:
+        raise ValidationError(
+            [f"No lab of the series was scheduled: {len(problems)} problem(s). Skip or move these dates."] + problems
+        )
+    series = LabSeries.objects.create(
+        course=course,
+        weekday=weekday,
+        start_time=start_time,
+        minutes=minutes,
+        first_date=first_date,
+        last_date=last_date,
+        skipped=sorted(day.isoformat() for day in skipped),
+        created_by=actor,
+    )
+    for session in sessions:
+        session.series, session.created_by = series, actor
+    LabSession.objects.bulk_create(sessions)
+    _labs_tick_on_commit()
+    return series
+
+
+@transaction.atomic
+def lab_series_cancel_rest(*, session: LabSession, actor) -> int:
+    """Cancel this session of a weekly lab and every later one still to come; how many were cancelled."""
+    if session.series_id is None:
+        raise ValidationError("This lab is not part of a weekly series.")
+    rest = LabSession.objects.filter(series_id=session.series_id, starts_at__gte=session.starts_at, state__in=LAB_OPEN)
+    cancelled = rest.update(state=LabSession.State.CANCELLED)
+    if not cancelled:
+        raise ValidationError("These labs have already ended or been cancelled.")
+    _labs_tick_on_commit()
+    return cancelled
+
+
 @transaction.atomic
 def lab_session_cancel(*, session: LabSession, actor) -> None:
     """Cancel a lab that has not ended; the worker removes its reservation if it has one."""
-    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
-    if not LabSession.objects.filter(pk=session.pk, state__in=open_states).update(state=LabSession.State.CANCELLED):
+    if not LabSession.objects.filter(pk=session.pk, state__in=LAB_OPEN).update(state=LabSession.State.CANCELLED):
         raise ValidationError("This lab has already ended or been cancelled.")
     session.state = LabSession.State.CANCELLED
     _labs_tick_on_commit()

@@ -24,6 +24,11 @@ urlpatterns = [
         policy_views.lab_session_cancel_view,
         name="lab-cancel",
     ),
+    path(
+        "courses/<slug:slug>/labs/<uuid:session_uuid>/cancel-rest/",
+        policy_views.lab_series_cancel_rest_view,
+        name="lab-series-cancel-rest",
+    ),
     path("courses/<slug:slug>/hints/<int:hint_id>/delete/", views.hint_delete, name="hint-delete"),
     path(
         "courses/<slug:slug>/assignments/<slug:assignment_slug>/edit/",

@@ -1,7 +1,7 @@
 from django.urls import include, path
 from django.views.decorators.http import require_POST
 
-from jobs import file_views, list_views, notification_views, resubmit_views, views
+from jobs import file_views, gradebook, list_views, notification_views, resubmit_views, views
 
 app_name = "jobs"
 
@@ -15,6 +15,11 @@ job_patterns = [
     path("course/<slug:slug>/jobs.csv", list_views.course_jobs_csv, name="course-jobs-csv"),
     path("course/<slug:slug>/failed/", list_views.course_failures, name="course-failures"),
     path("course/<slug:slug>/failed.csv", list_views.course_failures_csv, name="course-failures-csv"),
+    path("course/<slug:slug>/gradebook/", gradebook.gradebook_index, name="gradebook-index"),
+    path("course/<slug:slug>/gradebook/<slug:assignment_slug>/", gradebook.gradebook_detail, name="gradebook-detail"),
+    path(
+        "course/<slug:slug>/gradebook/<slug:assignment_slug>/grades.csv", gradebook.gradebook_csv, name="gradebook-csv"
+    ),
     path("active/", list_views.active_jobs_part, name="active-jobs"),
     path("help/retries/", views.retry_help, name="retry-help"),
     path("notifications/", notification_views.notification_settings, name="notification-settings"),

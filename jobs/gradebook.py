@@ -1,0 +1,122 @@
+"""The gradebook (web side): per assignment, each student's attempts, best and last check score, late flag and
+the last attempt's checks, for the course's TAs and instructors; and the same rows as a CSV an LMS gradebook
+imports (netid, name, score, late).
+
+Scores come from the assignment's checks (jobs.checks): automatic feedback, not tamper-proof grading (README,
+"Checks"). The score that counts is the best one: the highest share of its maximum, the later attempt on a tie;
+`late` is that attempt's late flag (with no score yet, the last attempt's).
+"""
+
+import csv
+import io
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from courses.models import STAFF_ROLES, Assignment, Enrollment, Role
+from courses.selectors import assignment_get, assignment_list, course_get_for_user
+from jobs.models import CheckRun, CheckStatus, Job
+from portal.spreadsheet import spreadsheet_safe
+
+CSV_HEADER = ["netid", "name", "score", "late"]
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    """One student's line of an assignment's gradebook. Scores are text as shown ("7.5"), "" when none."""
+
+    netid: str
+    name: str
+    attempts: int
+    best: str
+    best_max: str
+    best_job: Job | None
+    last: str
+    last_max: str
+    last_job: Job | None
+    late: bool
+    last_check: CheckRun | None
+
+    def csv_row(self) -> list[str]:
+        return [self.netid, self.name, self.best, "yes" if self.late else "no"]
+
+
+def points(value: Decimal | None) -> str:
+    """A score as the gradebook writes it: no trailing zeros ("7.5", "10"), "" for none."""
+    return "" if value is None else f"{value.normalize():f}"
+
+
+def _scored(job: Job) -> CheckRun | None:
+    run = getattr(job, "check_run", None)
+    return run if run is not None and run.status == CheckStatus.DONE and run.max_score else None
+
+
+def _row(enrollment: Enrollment, jobs: list[Job]) -> GradeRow:
+    """The row of one student from their jobs of the assignment, oldest first."""
+    user, last_job = enrollment.user, jobs[-1] if jobs else None
+    scored = [job for job in jobs if _scored(job)]
+    best_job = max(
+        scored, key=lambda job: (job.check_run.score / job.check_run.max_score, job.created_at), default=None
+    )
+    best_run, last_run = (_scored(best_job) if best_job else None), (_scored(last_job) if last_job else None)
+    return GradeRow(
+        netid=user.netid or "",
+        name=user.get_full_name() or user.username,
+        attempts=len(jobs),
+        best=points(best_run.score) if best_run else "",
+        best_max=points(best_run.max_score) if best_run else "",
+        best_job=best_job,
+        last=points(last_run.score) if last_run else "",
+        last_max=points(last_run.max_score) if last_run else "",
+        last_job=last_job,
+        late=(best_job or last_job).late if (best_job or last_job) else False,
+        last_check=getattr(last_job, "check_run", None) if last_job else None,
+    )
+
+
+def gradebook_rows(*, assignment: Assignment) -> list[GradeRow]:
+    """Every student enrolled in the assignment's course, by netid, with their jobs of it: two queries."""
+    students = Enrollment.objects.filter(course_id=assignment.course_id, role=Role.STUDENT).select_related("user")
+    jobs_by_user: dict[int, list[Job]] = {}
+    for job in Job.objects.filter(assignment=assignment).select_related("check_run").order_by("created_at", "pk"):
+        jobs_by_user.setdefault(job.user_id, []).append(job)
+    rows = [_row(enrollment, jobs_by_user.get(enrollment.user_id, [])) for enrollment in students]
+    return sorted(rows, key=lambda row: (row.netid, row.name))
+
+
+@require_GET
+@login_required
+def gradebook_index(request: HttpRequest, slug: str) -> HttpResponse:
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    return render(
+        request, "jobs/gradebook_index.html", {"course": course, "assignments": assignment_list(course=course)}
+    )
+
+
+@require_GET
+@login_required
+def gradebook_detail(request: HttpRequest, slug: str, assignment_slug: str) -> HttpResponse:
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    assignment = assignment_get(course=course, slug=assignment_slug)
+    context = {"course": course, "assignment": assignment, "rows": gradebook_rows(assignment=assignment)}
+    return render(request, "jobs/gradebook_detail.html", context)
+
+
+@require_GET
+@login_required
+def gradebook_csv(request: HttpRequest, slug: str, assignment_slug: str) -> HttpResponse:
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    assignment = assignment_get(course=course, slug=assignment_slug)
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(CSV_HEADER)
+    for row in gradebook_rows(assignment=assignment):
+        writer.writerow([spreadsheet_safe(cell) for cell in row.csv_row()])
+    name = f"{course.slug}-{assignment.slug}-grades-{timezone.localdate()}.csv"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return HttpResponse(text.getvalue(), content_type="text/csv; charset=utf-8", headers=headers)

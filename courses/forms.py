@@ -9,13 +9,145 @@ from django.utils import timezone
 from courses.hints import pattern_problem
 from courses.models import Assignment, Course, Hint, LatePolicy
 from courses.policy import CEILING_FIELDS, Ceilings, ceiling_problems, resource_problems
-from courses.scripting import PORTAL_FILE_NAMES, Resources, validate_schema, validate_template
+from courses.scripting import (
+    MAX_PARAMETERS,
+    PORTAL_FILE_NAMES,
+    Resources,
+    shell_value,
+    validate_schema,
+    validate_template,
+)
 
 PARAMETERS_HELP = (
-    "A JSON list. Each parameter becomes a shell variable in the script. Types: int and float "
-    "(with min, max), choice (with choices), string (with a pattern). Example: "
+    "Advanced: the parameters as JSON, the same as the editor above (a change here replaces the editor's rows). "
+    "Types: int and float (with min, max), choice (with choices), string (with a pattern), bool. Example: "
     '[{"name": "EPOCHS", "type": "int", "default": 5, "min": 1, "max": 50, "help": "Training epochs"}]'
 )
+PARAMETER_TYPE_CHOICES = [
+    ("int", "Whole number"),
+    ("float", "Number"),
+    ("choice", "Choice from a list"),
+    ("string", "Text"),
+    ("bool", "Yes or no"),
+]
+
+
+def parameter_field(spec: dict) -> forms.Field:
+    """The field a student fills in for one parameter of an assignment's (validated) schema."""
+    label = spec.get("label") or spec["name"]
+    common = {"label": label, "help_text": spec.get("help", ""), "initial": spec["default"]}
+    if spec["type"] == "int":
+        return forms.IntegerField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
+    if spec["type"] == "float":
+        return forms.FloatField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
+    if spec["type"] == "choice":
+        return forms.ChoiceField(choices=[(c, c) for c in spec["choices"]], **common)
+    if spec["type"] == "bool":
+        return forms.BooleanField(required=False, **common)
+    return forms.CharField(max_length=200, strip=False, required=False, **common)
+
+
+class ParameterForm(forms.Form):
+    """One row of the parameter editor: what a parameter is called, its type, default and rules."""
+
+    name = forms.CharField(max_length=32, help_text="A shell variable name, e.g. EPOCHS.")
+    label = forms.CharField(max_length=100, required=False, help_text="What students read; empty: the name.")
+    type = forms.ChoiceField(choices=PARAMETER_TYPE_CHOICES, initial="int")
+    default = forms.CharField(max_length=200, required=False, strip=False)
+    min = forms.CharField(max_length=40, required=False, label="Smallest")
+    max = forms.CharField(max_length=40, required=False, label="Largest")
+    choices = forms.CharField(max_length=2000, required=False, help_text="For a choice: the options, comma-separated.")
+    pattern = forms.CharField(max_length=200, required=False, help_text="For text: a pattern the value must match.")
+    help = forms.CharField(max_length=300, required=False, label="Help for students")
+
+    #: Which of the validator's messages belongs to which field of the row.
+    FIELD_WORDS = (
+        ("default", "default"),
+        ("name", "name"),
+        ("min", "min"),
+        ("max", "max"),
+        ("choice", "choices"),
+        ("pattern", "pattern"),
+    )
+
+    def spec(self) -> dict:
+        """The row as a schema entry (only the keys its type uses)."""
+        data = self.cleaned_data
+        spec = {"name": data["name"], "type": data["type"], "default": data["default"]}
+        spec.update({key: data[key] for key in ("label", "help") if data[key]})
+        if data["type"] in ("int", "float"):
+            spec.update({key: _number(data[key]) for key in ("min", "max") if data[key].strip()})
+        elif data["type"] == "choice":
+            spec["choices"] = [choice.strip() for choice in data["choices"].split(",") if choice.strip()]
+        elif data["type"] == "string" and data["pattern"]:
+            spec["pattern"] = data["pattern"]
+        return spec
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.errors or not data.get("name"):
+            return data
+        try:
+            (normalised,) = validate_schema([self.spec()])
+        except ValidationError as error:
+            message = error.messages[0].replace("Parameter 1: ", "").replace(f"Parameter '{data['name']}': ", "")
+            field = next((field for word, field in self.FIELD_WORDS if word in message.lower()), None)
+            self.add_error(field, message[0].upper() + message[1:])
+            return data
+        data["normalised"] = normalised
+        return data
+
+
+def _number(text: str) -> int | float | str:
+    """A bound typed in the editor as the JSON would hold it (text that is no number is left for the check)."""
+    for kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            pass
+    return text
+
+
+class BaseParameterFormSet(forms.BaseFormSet):
+    def clean(self) -> None:
+        if any(self.errors):
+            return
+        names = [form.cleaned_data["name"] for form in self.kept_forms()]
+        for name in {name for name in names if names.count(name) > 1}:
+            raise ValidationError(f"Two parameters are called {name}: give each its own name.")
+
+    def kept_forms(self) -> list[ParameterForm]:
+        """The rows in their chosen order, less the deleted and the empty ones."""
+        kept = [form for form in self.forms if form.cleaned_data and not form.cleaned_data.get("DELETE")]
+        return sorted(kept, key=lambda form: (form.cleaned_data.get("ORDER") is None, form.cleaned_data.get("ORDER")))
+
+    def schema(self) -> list[dict]:
+        return [form.cleaned_data["normalised"] for form in self.kept_forms()]
+
+
+ParameterFormSet = forms.formset_factory(
+    ParameterForm, formset=BaseParameterFormSet, extra=1, can_order=True, can_delete=True, max_num=MAX_PARAMETERS
+)
+
+
+def parameter_preview_form(schema: list[dict]) -> forms.Form:
+    """The parameter fields as a student will see them (the editor's preview)."""
+    form = forms.Form(auto_id="preview_%s")
+    for spec in schema:
+        form.fields[f"param_{spec['name']}"] = parameter_field(spec)
+    return form
+
+
+def parameter_rows(schema: list[dict]) -> list[dict]:
+    """The editor's rows for a schema (the inverse of ParameterForm.spec)."""
+    rows = []
+    for spec in schema:
+        row = {key: spec.get(key, "") for key in ("name", "label", "type", "pattern", "help")}
+        row["default"] = shell_value(spec.get("default", ""))
+        row.update({key: "" if spec.get(key) is None else str(spec[key]) for key in ("min", "max")})
+        row["choices"] = ", ".join(spec.get("choices", []))
+        rows.append(row)
+    return rows
 
 
 class AssignmentForm(forms.ModelForm):

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 
 from courses.patterns import PatternTooSlow, pattern_fullmatch, pattern_problem
 
-PARAMETER_TYPES = ("int", "float", "choice", "string")
+PARAMETER_TYPES = ("int", "float", "choice", "string", "bool")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
 RESERVED_NAMES = {
     "BASH_ENV",
@@ -141,6 +141,8 @@ def _type_rules(spec: dict, *, name: str, kind: str) -> dict:
             if not _is_safe_text(choice):
                 raise ValidationError(f"Parameter '{name}': choices cannot contain control characters.")
         return {"choices": list(choices)}
+    if kind == "bool":
+        return {}
     pattern = spec.get("pattern", "")
     if not isinstance(pattern, str) or len(pattern) > MAX_PATTERN_LENGTH:
         raise ValidationError(f"Parameter '{name}': the pattern must be at most {MAX_PATTERN_LENGTH} characters.")
@@ -149,9 +151,17 @@ def _type_rules(spec: dict, *, name: str, kind: str) -> dict:
     return {"pattern": pattern}
 
 
-def coerce_value(spec: dict, raw: object) -> int | float | str:
+BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def coerce_value(spec: dict, raw: object) -> int | float | str | bool:
     """Turn a submitted value into the parameter's type, or raise ValidationError."""
     kind = spec["type"]
+    if kind == "bool":  # an unticked box sends nothing: "" is no
+        word = raw if isinstance(raw, bool) else BOOL_WORDS.get(str(raw).strip().lower() or "false")
+        if word is None:
+            raise ValidationError("Choose yes (true) or no (false).")
+        return word
     if kind == "int":
         if isinstance(raw, bool):
             raise ValidationError("Enter a whole number.")
@@ -257,12 +267,17 @@ def render_script(*, body: str, values: dict, resources: Resources, dataset_path
         lines.append(f"# {_comment_safe(label)}")
     lines.append(PARAMETERS_LINE)
     for name, value in values.items():
-        lines.append(f"export {name}={shlex.quote(str(value))}")
+        lines.append(f"export {name}={shlex.quote(shell_value(value))}")
     if dataset_path:
         lines.append(f"export DATASET={shlex.quote(dataset_path)}")
     lines.append(BODY_MARKER)
     lines.append(validate_template(body).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def shell_value(value: object) -> str:
+    """A parameter's value as the script reads it: yes/no parameters are `true` or `false`."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def script_body(script: str) -> str | None:

@@ -1,3 +1,5 @@
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -5,7 +7,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.forms import AssignmentForm, HintForm, RosterConfirmForm, RosterUploadForm
+from courses.forms import (
+    AssignmentForm,
+    HintForm,
+    ParameterFormSet,
+    RosterConfirmForm,
+    RosterUploadForm,
+    parameter_preview_form,
+    parameter_rows,
+)
 from courses.models import STAFF_ROLES, Assignment, Role
 from courses.roster import roster_plan
 from courses.selectors import (
@@ -42,28 +52,60 @@ def course_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 def assignment_edit(request: HttpRequest, slug: str, assignment_slug: str | None = None) -> HttpResponse:
+    """The assignment form with its parameter editor; "Preview" (or any change, through htmx) shows the exact
+    script and the student's form, "Save" keeps a new version when the script or parameters changed."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
     assignment = assignment_get(course=course, slug=assignment_slug) if assignment_slug else None
     instance = assignment or Assignment(course=course)
-    form = AssignmentForm(request.POST or None, request.FILES or None, course=course, instance=instance)
-    preview = ""
-    if request.method == "POST" and form.is_valid():
+    data, editor, json_edited = _parameter_editor(request, instance)
+    form = AssignmentForm(data, request.FILES or None, course=course, instance=instance)
+    ready = data is not None and form.is_valid() and (json_edited or editor.is_valid())
+    preview, student_form = "", None
+    if ready and "save" in data:
         fields = {k: v for k, v in form.cleaned_data.items() if k not in ("datasets", "starter_file")}
-        if "preview" in request.POST:
-            preview = assignment_preview(assignment=form.save(commit=False))
-        else:
-            saved = assignment_save(
-                course=course,
-                fields=fields,
-                datasets=list(form.cleaned_data["datasets"]),
-                assignment=assignment,
-                starter_file=form.cleaned_data.get("starter_file"),
-                actor=request.user,
-            )
-            messages.success(request, f"Saved “{saved.title}”. This is the script students' jobs will run.")
-            return redirect("jobs:assignment-detail", slug=course.slug, assignment_slug=saved.slug)
-    context = {"course": course, "form": form, "assignment": assignment, "preview": preview}
+        saved = assignment_save(
+            course=course,
+            fields=fields,
+            datasets=list(form.cleaned_data["datasets"]),
+            assignment=assignment,
+            starter_file=form.cleaned_data.get("starter_file"),
+            actor=request.user,
+        )
+        messages.success(request, f"Saved “{saved.title}”. This is the script students' jobs will run.")
+        return redirect("jobs:assignment-detail", slug=course.slug, assignment_slug=saved.slug)
+    if ready:
+        if json_edited:  # the JSON was changed by hand: the editor shows it
+            editor = ParameterFormSet(prefix="param", initial=parameter_rows(form.cleaned_data["parameters"]))
+        preview = assignment_preview(assignment=form.save(commit=False))
+        student_form = parameter_preview_form(form.cleaned_data["parameters"])
+    context = {
+        "course": course,
+        "form": form,
+        "editor": editor,
+        "assignment": assignment,
+        "preview": preview,
+        "student_form": student_form,
+        "parameters_shown": form["parameters"].value() or "[]",
+    }
     return render(request, "courses/assignment_form.html", context)
+
+
+def _parameter_editor(request: HttpRequest, instance: Assignment):
+    """The POST data (the editor's rows written into the JSON field, unless the JSON itself was edited), the
+    editor's formset, and whether the JSON was edited. "Add a parameter" adds an empty row."""
+    if request.method != "POST":
+        return None, ParameterFormSet(prefix="param", initial=parameter_rows(instance.parameters)), False
+    data = request.POST.copy()
+    if "add_parameter" in data:
+        data["param-TOTAL_FORMS"] = str(int(data.get("param-TOTAL_FORMS") or 0) + 1)
+    editor = ParameterFormSet(data, prefix="param")
+    # A client without the editor (a script, an older page) sends the JSON alone: then it is the source.
+    json_edited = "param-TOTAL_FORMS" not in data or (
+        data.get("parameters", "").strip() != data.get("parameters_shown", "").strip()
+    )
+    if not json_edited and editor.is_valid():
+        data["parameters"] = json.dumps(editor.schema(), indent=2)
+    return data, editor, json_edited
 
 
 @require_http_methods(["GET", "POST"])

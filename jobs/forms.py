@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from courses.forms import upload_name_problem
+from courses.forms import parameter_field, upload_name_problem
 from courses.models import Assignment, Course
 from courses.policy import resource_problems
 from courses.scripting import Resources, validate_values
@@ -84,7 +84,7 @@ class SubmissionForm(ResourcesForm):
         self.fields["minutes"].help_text = f"At most {course.max_minutes_per_job} minutes."
         self.parameter_names = []
         for spec in assignment.parameters:
-            self.fields[f"param_{spec['name']}"] = _parameter_field(spec)
+            self.fields[f"param_{spec['name']}"] = parameter_field(spec)
             self.parameter_names.append(spec["name"])
         datasets = list(assignment.datasets.all())
         if datasets:
@@ -128,18 +128,6 @@ class SubmissionForm(ResourcesForm):
     def job_request(self) -> dict:
         """What the valid form asks for, as job_submit and job_resubmit take it."""
         return {name: self.cleaned_data[name] for name in ("values", "resources", "dataset")}
-
-
-def _parameter_field(spec: dict) -> forms.Field:
-    label = spec.get("label") or spec["name"]
-    common = {"label": label, "help_text": spec.get("help", ""), "initial": spec["default"]}
-    if spec["type"] == "int":
-        return forms.IntegerField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
-    if spec["type"] == "float":
-        return forms.FloatField(min_value=spec.get("min"), max_value=spec.get("max"), **common)
-    if spec["type"] == "choice":
-        return forms.ChoiceField(choices=[(c, c) for c in spec["choices"]], **common)
-    return forms.CharField(max_length=200, strip=False, required=False, **common)
 
 
 class RetryForm(ResourcesForm):

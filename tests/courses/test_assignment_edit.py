@@ -75,7 +75,7 @@ def page_text(response) -> str:
 
 
 def preview_of(response) -> str:
-    match = re.search(r"<pre>(.*?)</pre>", response.content.decode(), re.DOTALL)
+    match = re.search(r"<pre[^>]*>(.*?)</pre>", response.content.decode(), re.DOTALL)
     assert match, "the page shows a script preview"
     return html.unescape(match.group(1))
 

@@ -119,10 +119,10 @@ def test_a_name_defined_twice_is_refused():
     assert schema_error([EPOCHS, {**RATE, "name": "EPOCHS"}]) == "Parameter 'EPOCHS' is defined twice."
 
 
-@pytest.mark.parametrize("kind", ["integer", "bool", "", None])
+@pytest.mark.parametrize("kind", ["integer", "boolean", "", None])
 def test_an_unknown_type_is_refused(kind):
     assert schema_error([{**EPOCHS, "type": kind}]) == (
-        "Parameter 'EPOCHS': the type must be one of int, float, choice, string."
+        "Parameter 'EPOCHS': the type must be one of int, float, choice, string, bool."
     )
 
 
@@ -436,3 +436,30 @@ def test_a_template_that_only_mentions_sbatch_in_a_command_is_accepted():
 
 def test_a_template_with_windows_line_endings_is_normalised():
     assert validate_template("echo a\r\necho b\r\n") == "echo a\necho b\n"
+
+
+FLAG = {"name": "AUGMENT", "type": "bool", "default": "yes"}
+
+
+def test_a_yes_no_parameter_is_normalised_to_true_or_false():
+    (spec,) = validate_schema([FLAG])
+    assert spec == {"name": "AUGMENT", "type": "bool", "help": "", "label": "", "default": True}
+
+
+@pytest.mark.parametrize(
+    "raw, value",
+    [(True, True), (False, False), ("true", True), ("On", True), ("1", True), ("no", False), ("", False), ("0", False)],
+)
+def test_a_yes_no_value_reads_the_usual_words(raw, value):
+    assert coerce_value({"type": "bool"}, raw) is value
+
+
+@pytest.mark.parametrize("raw", ["maybe", "2", None, "truee"])
+def test_a_yes_no_value_that_is_neither_is_refused(raw):
+    with pytest.raises(ValidationError, match=r"Choose yes \(true\) or no \(false\)\."):
+        coerce_value({"type": "bool"}, raw)
+
+
+def test_a_yes_no_value_reaches_the_script_as_true_or_false():
+    script = render_script(body="echo $A $B\n", values={"A": True, "B": False}, resources=Resources(0, 1, 100, 1))
+    assert "export A=true\nexport B=false\n" in script

@@ -77,7 +77,25 @@ def lab_reserve(*, session: LabSession) -> bool:
     )
     if not updated:  # cancelled while we were creating it: take it away again
         LabSession.objects.filter(pk=session.pk).update(reservation_name=name, reservation_active=True)
+    elif made and made.nodes and not settings.LABQUEUE_LAB_QOS:
+        _say_when_nodes_free(session, made.nodes)
     return bool(updated)
+
+
+def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
+    """A site without preemption (no LABQUEUE_LAB_QOS): jobs already running on the lab's nodes finish first, and
+    the lab page says by when at the latest (their time limits). Reserving goes on if Slurm does not answer."""
+    try:
+        free_by = reservations.nodes_busy_until(nodes)
+    except SlurmError as error:
+        log.info("lab %s: could not tell when its nodes free up: %s", session.pk, error)
+        return
+    if free_by and free_by > session.starts_at:
+        message = (
+            "Jobs that started before the lab are still running on its GPUs; the lab's GPUs free up by "
+            f"{timezone.localtime(free_by):%H:%M} at the latest (when those jobs' time limits run out)."
+        )
+        LabSession.objects.filter(pk=session.pk, state=State.RESERVED, message="").update(message=message)
 
 
 def lab_release(*, session: LabSession) -> None:

@@ -117,6 +117,15 @@ def reservation_list() -> dict[str, Reservation]:
     return parse_reservations(runner.run(["scontrol", "-o", "show", "reservation"], env_extra=TIME_ENV))
 
 
+def nodes_busy_until(nodes: str) -> datetime | None:
+    """When the jobs running on these nodes (a Slurm host list, e.g. "gpu[1-2]") end at the latest, going by their
+    time limits; None when nothing runs there. One squeue."""
+    if not _NODE.match(nodes):
+        raise ValueError(f"not a node list: {nodes!r}")
+    stdout = runner.run(["squeue", "-h", "-a", "-t", "RUNNING,COMPLETING", "-w", nodes, "-o", "%e"], env_extra=TIME_ENV)
+    return max(filter(None, (_epoch(line.strip()) for line in stdout.splitlines())), default=None)
+
+
 def reservation_create(argv: list[str]) -> Reservation | None:
     """Run a create_argv. If a reservation of that name already exists (a replayed task), that is success."""
     name = argv[3].split("=", 1)[1]

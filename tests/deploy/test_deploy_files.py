@@ -72,7 +72,8 @@ def test_the_image_installs_only_the_runtime_requirements():
         re.split(r"[\[=<>]", line)[0].lower()
         for line in (REPO / "requirements-dev.txt").read_text().splitlines()
         if line and not line.startswith(("#", "-r"))
-    } - {"django-allauth"}  # allauth is in both: the runtime extras, and the test IdP's extra
+    } - {"django-allauth", "pyyaml"}  # in both: allauth's runtime extras and the test IdP's; PyYAML for assignment
+    # files (courses/assignment_yaml.py) and for the tests reading deploy/compose.yaml
 
     assert installs == ["pip install --no-cache-dir --target=/opt/labqueue/packages -r requirements.txt"]
     assert not [arguments for _, arguments in dockerfile() if "requirements-dev" in arguments]

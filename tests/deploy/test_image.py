@@ -92,11 +92,17 @@ def test_the_image_serves_hashed_static_files_and_holds_only_the_portal(image, s
 
     inside = docker_run(
         "-c",
-        "id -un; ls -A /app | tr '\\n' ' '; echo; python -c 'import pytest' 2>&1 | tail -1",
+        "id -un; ls -A /app | tr '\\n' ' '; echo; ls -A /app/scripts | tr '\\n' ' '; echo;"
+        " python -c 'import pytest' 2>&1 | tail -1",
         env={},
         entrypoint="sh",
     )
-    user, listing, no_pytest = inside.stdout.strip().split("\n", 2)
+    user, listing, scripts, no_pytest = inside.stdout.strip().split("\n", 3)
     assert user == "labqueue"
-    assert not {".git", ".venv", "var", "tests", "mutants", ".env"} & set(listing.split()), listing
+    assert not {".git", ".venv", "var", "tests", "mutants", ".env", "docs", "Makefile"} & set(listing.split()), listing
+    assert scripts.split() == ["labqueue-jobdir"], f"no lab, benchmark or demo script in the image: {scripts}"
     assert "No module named 'pytest'" in no_pytest, "development tools stay out of the image"
+    check = subprocess.run(
+        ["docker", "inspect", "--format", "{{json .Config.Healthcheck.Test}}", TAG], capture_output=True
+    )
+    assert check.stdout.strip() == b'["CMD","/app/deploy/entrypoint","probe","/healthz"]', check.stdout

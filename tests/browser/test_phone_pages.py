@@ -1,9 +1,15 @@
-"""At 390 px wide (a phone) the ten main pages of each persona fit the screen, with no sideways scrolling of
-the page, and axe-core finds no critical or serious accessibility violation on them, at phone or laptop width."""
+"""At 390 px wide (a phone) every page each persona sees fits the screen, with no sideways scrolling of the page,
+and axe-core finds no critical or serious accessibility violation on them, at phone or laptop width. The jobs have
+a long script and real files (the file list, the file viewer) and the course a lab session (the labs table)."""
+
+import subprocess
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from courses.models import LabSession
 from jobs.models import Status
 from tests.browser.conftest import PHONE, axe_violations
 from tests.conftest import job_row, make_user
@@ -26,6 +32,10 @@ def pages_of(persona: str, job) -> list[str]:
             f"/jobs/{job.uuid}/",
             f"/jobs/{job.retry_of.uuid}/",
             f"/jobs/{job.uuid}/resubmit/",
+            f"/jobs/{job.uuid}/view/results/metrics.csv",
+            f"/jobs/{job.uuid}/view/results/log.txt",
+            f"/jobs/{job.uuid}/log/out/",
+            f"/jobs/{job.retry_of.uuid}/retry/",
             "/jobs/help/retries/",
             "/jobs/notifications/",
             "/reports/course/cs101/mine/",
@@ -41,6 +51,7 @@ def pages_of(persona: str, job) -> list[str]:
             "/reports/course/cs101/",
             "/jobs/notifications/",
             "/jobs/help/retries/",
+            f"/jobs/{job.uuid}/view/results/log.txt",
         ],
         "instructor": [
             "/",
@@ -52,7 +63,10 @@ def pages_of(persona: str, job) -> list[str]:
             "/courses/cs101/assignments/new/",
             "/courses/cs101/assignments/hello/edit/",
             "/jobs/course/cs101/failed/",
+            "/jobs/course/cs101/",
+            f"/jobs/{job.uuid}/",
             "/reports/course/cs101/",
+            "/reports/course/cs101/statement/",
         ],
         "operator": [
             "/",
@@ -64,6 +78,8 @@ def pages_of(persona: str, job) -> list[str]:
             "/jobs/course/cs101/failed/",
             f"/jobs/{job.uuid}/",
             "/reports/course/cs101/",
+            "/reports/course/cs101/statement/",
+            "/courses/cs101/labs/",
             "/jobs/notifications/",
         ],
     }[persona]
@@ -75,23 +91,50 @@ def operator(db):
     return make_user("operator", is_staff=True)
 
 
-def finished_jobs(student, assignment):
-    """A failed first attempt with an explanation and its completed retry, as the sync leaves them."""
+#: A script longer than its box on the job page, so the box scrolls.
+LONG_SCRIPT = "".join(f"echo 'step {n} of the training loop'\n" for n in range(80))
+
+
+def as_student(command: str) -> None:
+    """Run a shell command as the student's account (files owned by the student, the job root's group)."""
+    made = subprocess.run(["runuser", "-u", "student1", "--", "sh", "-c", command], capture_output=True)
+    assert made.returncode == 0, made.stderr
+
+
+def finished_jobs(student, assignment, job_root):
+    """A failed first attempt with an explanation and its completed retry, as the sync leaves them; the retry's
+    folder holds a log and a table of results, and the course has a lab session coming."""
     now = timezone.now()
-    timing = {"submitted_at": now, "started_at": now, "ended_at": now, "elapsed_seconds": 754}
+    timing = {"submitted_at": now, "started_at": now, "ended_at": now, "elapsed_seconds": 754, "script": LONG_SCRIPT}
     first = job_row(
         student, assignment, status=Status.FAILED, slurm_job_id="881", explanation_key="cuda-out-of-memory", **timing
     )
-    return job_row(
-        student, assignment, status=Status.COMPLETED, slurm_job_id="882", attempt=2, retry_of=first, **timing
+    workdir = job_root / "student1" / str(uuid.uuid4())
+    retry = job_row(
+        student,
+        assignment,
+        status=Status.COMPLETED,
+        slurm_job_id="882",
+        attempt=2,
+        retry_of=first,
+        workdir=str(workdir),
+        **timing,
     )
+    as_student(f"mkdir -p {workdir}/results")
+    as_student(f"seq 1 400 | sed 's/^/line /' > {workdir}/results/log.txt")
+    as_student(f"printf 'epoch,loss\\n1,0.92\\n2,0.57\\n' > {workdir}/results/metrics.csv")
+    as_student(f"seq 1 400 > {workdir}/job.out")
+    LabSession.objects.create(
+        course=assignment.course, starts_at=now + timedelta(days=2), ends_at=now + timedelta(days=2, hours=2), gpus=2
+    )
+    return retry
 
 
 @pytest.mark.parametrize("persona", ["student", "ta", "instructor", "operator"])
 def test_every_main_page_fits_a_phone_and_has_no_serious_accessibility_violation(
-    persona, request, page_for, student, ta, instructor, assignment
+    persona, request, page_for, student, ta, instructor, assignment, job_root
 ):
-    job = finished_jobs(student, assignment)
+    job = finished_jobs(student, assignment, job_root)
     job_row(student, assignment, status=Status.RUNNING, slurm_job_id="883", attempt=3)  # on the home page
     assignment.course.gpu_hours_per_student = 10  # the home page's budget meter
     assignment.course.save(update_fields=["gpu_hours_per_student"])
@@ -109,9 +152,9 @@ def test_every_main_page_fits_a_phone_and_has_no_serious_accessibility_violation
 
 @pytest.mark.parametrize("persona", ["student", "ta", "instructor", "operator"])
 def test_the_same_pages_on_a_laptop_have_no_serious_accessibility_violation(
-    persona, request, page_for, student, ta, instructor, assignment
+    persona, request, page_for, student, ta, instructor, assignment, job_root
 ):
-    job = finished_jobs(student, assignment)
+    job = finished_jobs(student, assignment, job_root)
     page = page_for(request.getfixturevalue(persona))
     problems = []
     for url in pages_of(persona, job):

@@ -103,7 +103,7 @@ def as_student(command: str) -> None:
 
 def finished_jobs(student, assignment, job_root):
     """A failed first attempt with an explanation and its completed retry, as the sync leaves them; the retry's
-    folder holds a log and a table of results, and the course has a lab session coming."""
+    folder holds a log and a table of results, and the course had a lab session."""
     now = timezone.now()
     timing = {"submitted_at": now, "started_at": now, "ended_at": now, "elapsed_seconds": 754, "script": LONG_SCRIPT}
     first = job_row(
@@ -124,8 +124,14 @@ def finished_jobs(student, assignment, job_root):
     as_student(f"seq 1 400 | sed 's/^/line /' > {workdir}/results/log.txt")
     as_student(f"printf 'epoch,loss\\n1,0.92\\n2,0.57\\n' > {workdir}/results/metrics.csv")
     as_student(f"seq 1 400 > {workdir}/job.out")
-    LabSession.objects.create(
-        course=assignment.course, starts_at=now + timedelta(days=2), ends_at=now + timedelta(days=2, hours=2), gpus=2
+    LabSession.objects.create(  # an ended lab: its row offers nothing to focus
+        course=assignment.course,
+        starts_at=now - timedelta(days=2),
+        ends_at=now - timedelta(days=2, hours=-2),
+        gpus=2,
+        state=LabSession.State.ENDED,
+        reservation_name="lq-lab-cs101-20261201-1400",
+        reserved_nodes="gpu1,gpu2",
     )
     return retry
 

@@ -43,7 +43,7 @@ def page_text(response) -> str:
 
 
 def preview_of(response) -> str | None:
-    match = re.search(r"<pre>(.*?)</pre>", response.content.decode(), re.DOTALL)
+    match = re.search(r'<pre [^>]*aria-label="Script">(.*?)</pre>', response.content.decode(), re.DOTALL)
     return html.unescape(match.group(1)) if match else None
 
 

@@ -50,7 +50,7 @@ def test_a_character_cut_by_the_page_boundary_shows_as_a_replacement_mark(client
     second = log_page(client, job, 2)
 
     assert "a" * (PAGE - 1) + REPLACEMENT + "</pre>" in first
-    assert "<pre>" + REPLACEMENT + "after\n</pre>" in second
+    assert 'aria-label="job.out">' + REPLACEMENT + "after\n</pre>" in second
 
 
 def test_binary_output_in_the_log_shows_as_replacement_marks_not_an_error(client, job):

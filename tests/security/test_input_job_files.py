@@ -178,7 +178,7 @@ def test_a_job_log_swapped_for_a_link_to_a_classmates_file_shows_nothing_on_the_
 
     assert "student2,98" not in shown
     output = shown.split("Output (end of job.out)", 1)[1].split("Errors (end of", 1)[0]
-    assert output.split("<pre>", 1)[1].split("</pre>", 1)[0] == "(nothing yet)"
+    assert output.split('aria-label="Output">', 1)[1].split("</pre>", 1)[0] == "(nothing yet)"
     assert "Showing the last part only" not in output, "nothing was read, so nothing was cut"
 
 

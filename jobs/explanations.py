@@ -457,6 +457,19 @@ def hint_messages(job: Job, lines: list[str]) -> list[str]:
     return [hint.message for hint in hints_matching(job=job, text="\n".join(lines))]
 
 
+#: The label of a job whose state the portal does not know, by what it does not know.
+AWAITING_ACCOUNTING = ("awaiting-accounting", "Finished, waiting for the cluster's accounting")
+
+
+def status_label(job: Job) -> tuple[str, str]:
+    """(key, words) of the job's status label on every surface (its page, the live part, My jobs, the TAs'
+    lists): the job's status, except that a job that left the queue before its accounting arrived is not
+    called Running or Waiting but finished, waiting for the cluster's accounting."""
+    if job.status in ACTIVE_IN_SLURM and job.left_queue_at:
+        return AWAITING_ACCOUNTING
+    return job.status, job.get_status_display()
+
+
 def status_text(job: Job) -> str:
     """One sentence for the job page: what is happening now."""
     if job.status in ACTIVE_IN_SLURM and job.left_queue_at:

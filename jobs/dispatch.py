@@ -22,7 +22,7 @@ from courses.scripting import SCRIPT_NAME
 from courses.selectors import course_role
 from jobs.checks import checks_finish, checks_follow_queue, checks_in_slurm
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
-from jobs.explanations import explain
+from jobs.explanations import CLUSTER_SILENT, explain
 from jobs.lifecycle import job_transition
 from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.selectors import job_starter_files
@@ -69,8 +69,7 @@ def _dispatch(job: Job) -> None:
             job=job,
             to=Status.QUEUED,
             cause=f"The cluster did not answer ({error}). The portal will try again.",
-            message="The cluster is not answering right now. Your job is saved and the portal "
-            "will send it again automatically; there is nothing you need to do.",
+            message=CLUSTER_SILENT,
         )
         raise
     except (WorkdirUnavailable, SoftTimeLimitExceeded) as error:

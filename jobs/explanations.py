@@ -457,16 +457,27 @@ def hint_messages(job: Job, lines: list[str]) -> list[str]:
     return [hint.message for hint in hints_matching(job=job, text="\n".join(lines))]
 
 
-#: The label of a job whose state the portal does not know, by what it does not know.
+#: The labels of a job whose state the portal does not know, by what it does not know.
 AWAITING_ACCOUNTING = ("awaiting-accounting", "Finished, waiting for the cluster's accounting")
+CLUSTER_UNREACHABLE = ("unreachable", "Not sent yet: the portal cannot reach the cluster")
+#: A job's message while the cluster does not answer its submission (jobs.dispatch); cleared once Slurm takes it.
+CLUSTER_SILENT = (
+    "The cluster is not answering right now. Your job is saved and the portal will send it again "
+    "automatically; there is nothing you need to do."
+)
 
 
 def status_label(job: Job) -> tuple[str, str]:
     """(key, words) of the job's status label on every surface (its page, the live part, My jobs, the TAs'
     lists): the job's status, except that a job that left the queue before its accounting arrived is not
-    called Running or Waiting but finished, waiting for the cluster's accounting."""
+    called Running or Waiting but finished, waiting for the cluster's accounting, and a job whose send the
+    cluster does not answer says so, however often the send is retried meanwhile."""
     if job.status in ACTIVE_IN_SLURM and job.left_queue_at:
         return AWAITING_ACCOUNTING
+    if job.status in (Status.QUEUED, Status.SUBMITTING) and job.message == CLUSTER_SILENT:
+        # Each retry of the send flips queued -> submitting -> queued within seconds: the truth for the
+        # student does not change until the cluster answers, and neither does the label.
+        return CLUSTER_UNREACHABLE
     return job.status, job.get_status_display()
 
 
@@ -485,7 +496,7 @@ def status_text(job: Job) -> str:
     if job.status == Status.QUEUED:
         return job.message or "Your job is saved and will be sent to the cluster in a moment."
     if job.status == Status.SUBMITTING:
-        return "Your job is being sent to the cluster."
+        return job.message or "Your job is being sent to the cluster."
     if job.status == Status.RUNNING:
         return "Your job is running." + (" A cancel was requested." if job.cancel_requested else "")
     if job.status == Status.COMPLETED:

@@ -481,6 +481,19 @@ def status_label(job: Job) -> tuple[str, str]:
     return job.status, job.get_status_display()
 
 
+def _place_in_line(job: Job) -> str:
+    """Where a pending job stands among the jobs it actually waits behind: the pending jobs of its partition
+    (squeue's rank, slurm.parsers.with_queue_positions). A job in a lab's reservation waits behind the
+    reservation's jobs, not the partition's: its partition rank would mislead, so nothing is said."""
+    if not job.queue_position or job.reservation:
+        return ""
+    where = f"the {job.partition} partition" if job.partition else "its partition"
+    if job.queue_position == 1:
+        return f" Next to start in {where}."
+    ahead = job.queue_position - 1
+    return f" {ahead} job{'s' if ahead != 1 else ''} ahead of yours in {where}."
+
+
 def status_text(job: Job) -> str:
     """One sentence for the job page: what is happening now."""
     if job.status in ACTIVE_IN_SLURM and job.left_queue_at:
@@ -490,7 +503,7 @@ def status_text(job: Job) -> str:
         )
     if job.status == Status.PENDING:
         explanation = explain(job)
-        where = f" Position {job.queue_position} in the queue." if job.queue_position else ""
+        where = _place_in_line(job)
         text = explanation.summary if explanation else f"Slurm says the job waits because of: {job.reason}."
         return text + where
     if job.status == Status.QUEUED:

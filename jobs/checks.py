@@ -199,12 +199,16 @@ def check_spec(run: CheckRun) -> slurm.JobSpec:
         account=job.account,
         partition=job.partition,
         qos=job.qos,
-        job_name=f"lq-check-{job.uuid}",
+        job_name=_check_name(job),
         workdir=job.workdir,
         stdout=str(workdir / run.output_name),
         stderr=str(workdir / run.output_name),
         dependency=f"afterok:{job.slurm_job_id}",
     )
+
+
+def _check_name(job: Job) -> str:
+    return f"lq-check-{job.uuid}"
 
 
 def _refusal(job: Job) -> str:
@@ -282,8 +286,22 @@ def _why_not_finished(record: slurm.AcctRecord) -> str:
 
 def checks_requeue_stale() -> None:
     """Send again the checks whose task the broker did not take, or that have waited to be sent for longer
-    than LABQUEUE_RESUBMIT_AFTER_SECONDS (a lost task)."""
+    than LABQUEUE_RESUBMIT_AFTER_SECONDS (a lost task). A check left being sent that long (its worker died)
+    is looked up by name in Slurm: adopted if sbatch took it, else sent again."""
     cutoff = timezone.now() - timedelta(seconds=settings.LABQUEUE_RESUBMIT_AFTER_SECONDS)
+    # The helper and sbatch of a sender that died may live on: wait until they have surely given up.
+    grace = min(cutoff, timezone.now() - timedelta(seconds=settings.LABQUEUE_JOBDIR_TIMEOUT))
+    stuck = CheckRun.objects.filter(status=CheckStatus.SUBMITTING, updated_at__lt=grace).select_related("job")
+    for run in list(stuck):
+        try:
+            found = slurm.find_by_name(_check_name(run.job))
+        except slurm.SlurmUnavailable as error:
+            log.warning("Checks left being sent not looked up, Slurm did not answer: %s", error)
+            break
+        if found:
+            _move(run, CheckStatus.PENDING, slurm_job_id=found, slurm_state=states.PENDING)
+        else:
+            _move(run, CheckStatus.QUEUED, enqueue_failed=True)
     stale = CheckRun.objects.filter(Q(enqueue_failed=True) | Q(updated_at__lt=cutoff), status=CheckStatus.QUEUED)
     for pk in list(stale.values_list("pk", flat=True)):
         CheckRun.objects.filter(pk=pk).update(enqueue_failed=False, updated_at=timezone.now())

@@ -6,17 +6,20 @@ import os
 import pwd
 import time
 from collections import Counter
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 import slurm
+from jobs.checks import checks_requeue_stale
 from jobs.models import CheckRun, CheckStatus, Job, Status
 from slurm import runner
 from tests.behaviour_helpers import tasks_run_in_process
-from tests.conftest import dispatch, jobs_sync, submitted, wait_for_status
+from tests.conftest import dispatch, job_row, jobs_sync, submitted, wait_for_status
 
 pytestmark = pytest.mark.slurm
 
@@ -150,3 +153,26 @@ def test_a_job_that_forges_a_score_without_a_check_gets_none(
     assert slurm.find_by_name(f"lq-check-{job.uuid}") is None
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert 'id="checks"' not in page and "Score:" not in page
+
+
+def test_a_check_whose_sender_died_after_sbatch_is_adopted_by_name(student, assignment):
+    job = job_row(student, assignment, status=Status.COMPLETED, slurm_job_id="1")
+    argv = ["sbatch", "--parsable", "--hold", "--export=NONE", "--account=cs101", f"--job-name=lq-check-{job.uuid}"]
+    slurm_id = runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
+    try:
+        run = CheckRun.objects.create(job=job, status=CheckStatus.SUBMITTING, token="cd" * 16)
+        CheckRun.objects.filter(pk=run.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+        checks_requeue_stale()
+        run.refresh_from_db()
+        assert (run.status, run.slurm_job_id, run.token) == (CheckStatus.PENDING, slurm_id, "cd" * 16)
+    finally:
+        runner.run(["scancel", slurm_id])
+
+
+def test_a_check_whose_sender_died_before_sbatch_is_sent_again(student, assignment):
+    job = job_row(student, assignment, status=Status.COMPLETED, slurm_job_id="1")
+    run = CheckRun.objects.create(job=job, status=CheckStatus.SUBMITTING, token="ef" * 16)
+    CheckRun.objects.filter(pk=run.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+    checks_requeue_stale()
+    run.refresh_from_db()
+    assert (run.status, run.enqueue_failed) == (CheckStatus.QUEUED, False)  # queued, and its task sent again

@@ -145,6 +145,7 @@ class Assignment(models.Model):
     parameters = models.JSONField(default=list, blank=True)
     check_script = models.TextField(
         blank=True,
+        db_default="",
         help_text="Optional: a bash script run after each completed job, as the student, in the job's folder "
         "(1 CPU, 5 minutes). Each line `CHECK pass <name>: <message>` or `CHECK fail <name>: <message>` it prints, "
         "and one `SCORE <points>/<max>`, are shown on the job page. No #SBATCH lines.",
@@ -165,10 +166,13 @@ class Assignment(models.Model):
         max_length=10,
         choices=LatePolicy.choices,
         default=LatePolicy.MARK,
+        db_default=LatePolicy.MARK,
         help_text="What happens to a submission after the due date (and the grace period).",
     )
     grace_minutes = models.PositiveIntegerField(
-        default=0, help_text="Minutes after the due date during which a submission still counts as on time."
+        default=0,
+        db_default=0,
+        help_text="Minutes after the due date during which a submission still counts as on time.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -198,7 +202,9 @@ class AssignmentVersion(models.Model):
     number = models.PositiveIntegerField()
     script_template = models.TextField()
     parameters = models.JSONField(default=list, blank=True)
-    check_script = models.TextField(blank=True, help_text="The check run after each completed job (empty: none).")
+    check_script = models.TextField(
+        blank=True, db_default="", help_text="The check run after each completed job (empty: none)."
+    )
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -85,6 +85,7 @@ class Job(models.Model):
     attempt = models.PositiveSmallIntegerField(default=1)
     late = models.BooleanField(
         default=False,
+        db_default=False,
         help_text="Submitted after the assignment's due date and grace period (a retry keeps its attempt's).",
     )
     retry_of = models.OneToOneField(

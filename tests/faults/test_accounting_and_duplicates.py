@@ -96,7 +96,16 @@ def accounting_still_running(job_id: str):
 
     where = f"WHERE id_job = {int(job_id)}"
     state, end = sql(f"SELECT state, time_end FROM lab_job_table {where}").split()
-    sql(f"UPDATE lab_job_table SET state = 1, time_end = 0 {where}")  # 1: JOB_RUNNING in slurmdbd's tables
+    # slurmdbd may still write the job's row once more just after sacct first shows its end (a late update from
+    # slurmctld): the row is set again until sacct reads it back as RUNNING.
+    deadline = time.monotonic() + 30
+    while True:
+        sql(f"UPDATE lab_job_table SET state = 1, time_end = 0 {where}")  # 1: JOB_RUNNING in slurmdbd's tables
+        record = slurm.accounting(job_ids=[job_id]).get(job_id)
+        if record is not None and record.state == "RUNNING":
+            break
+        assert time.monotonic() < deadline, "slurmdbd kept rewriting the job's row"
+        time.sleep(1)
     try:
         yield
     finally:

@@ -41,11 +41,9 @@ class Change:
     differences: list[str]
     argv: list[str]
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def command(self) -> str:
         return shlex.join(self.argv)
-
-    command = property(command)
 
     def as_json(self) -> dict:
         return {**dataclasses.asdict(self), "command": self.command}

@@ -81,16 +81,13 @@ class RosterPlan:
     #: People the roster leaves out who are kept anyway (the person uploading it).
     kept: tuple[str, ...] = field(default=())
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def ok(self) -> bool:
         return not self.errors
 
-    ok = property(ok)
-
+    @property
     def has_changes(self) -> bool:
         return bool(self.adds or self.role_changes or self.drops)
-
-    has_changes = property(has_changes)
 
     def digest(self) -> str:
         """Names this exact plan, so a confirmation can check it applies what was previewed."""

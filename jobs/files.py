@@ -42,19 +42,16 @@ class JobFile:
     path: str
     size: int
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def linkable(self) -> bool:
         """Whether the file is offered: linked, viewed, downloaded and zipped (name_problem says why not)."""
         return name_problem(self.path) is None
 
-    linkable = property(linkable)
-
+    @property
     def shown_path(self) -> str:
         """The name with line breaks, other control characters and bytes that are not UTF-8 made visible
         (\\n, \\x1b, \\udcff, ...)."""
         return "".join(repr(ch)[1:-1] if _is_control(ch) or _is_undecodable(ch) else ch for ch in self.path)
-
-    shown_path = property(shown_path)
 
     @property
     def problem(self) -> str | None:

@@ -154,47 +154,38 @@ class Job(models.Model):
     def __str__(self) -> str:
         return f"{self.assignment} job {self.uuid}"
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def title(self) -> str:
         """How pages name the job: its assignment and attempt, "Lab 1: Hello, GPU · attempt 2"."""
         return f"{self.assignment.title} · attempt {self.attempt}"
 
-    title = property(title)
-
+    @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 
-    is_terminal = property(is_terminal)
-
+    @property
     def can_retry(self) -> bool:
         return self.status in RETRYABLE
 
-    can_retry = property(can_retry)
-
+    @property
     def resources(self) -> dict[str, int]:
         return {"gpus": self.gpus, "cpus": self.cpus, "mem_mb": self.mem_mb, "minutes": self.minutes}
 
-    resources = property(resources)
-
+    @property
     def can_cancel(self) -> bool:
         return not self.is_terminal and not self.cancel_requested
 
-    can_cancel = property(can_cancel)
-
+    @property
     def slurm_name(self) -> str:
         return f"lq-{self.uuid}"
 
-    slurm_name = property(slurm_name)
-
+    @property
     def stdout_name(self) -> str:
         return STDOUT_NAME
 
-    stdout_name = property(stdout_name)
-
+    @property
     def stderr_name(self) -> str:
         return STDERR_NAME
-
-    stderr_name = property(stderr_name)
 
 
 class CheckStatus(models.TextChoices):
@@ -247,20 +238,17 @@ class CheckRun(models.Model):
     def __str__(self) -> str:
         return f"Check of job {self.job_id}: {self.status}"
 
+    @property
     def is_finished(self) -> bool:
         return not CHECK_TRANSITIONS[self.status]
 
-    is_finished = property(is_finished)
-
+    @property
     def script_name(self) -> str:
         return f"check-{self.token}.sh"
 
-    script_name = property(script_name)
-
+    @property
     def output_name(self) -> str:
         return f"check-{self.token}.out"
-
-    output_name = property(output_name)
 
 
 class JobNote(models.Model):

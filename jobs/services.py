@@ -2,8 +2,6 @@
 
 No Slurm command runs here: work for the cluster is enqueued after the transaction commits and
 done by jobs.dispatch in the worker. Status changes go through jobs.lifecycle.job_transition only.
-Transactions are `with transaction.atomic():` blocks, not the decorator: mutmut leaves decorated functions
-unmutated, and these are the functions every submission, retry and cancel goes through.
 """
 
 import shutil
@@ -89,6 +87,7 @@ def job_submit(*, user, submission_key: str = "", **request) -> Job:
         return earlier
 
 
+@transaction.atomic
 def _job_create(
     *,
     user,
@@ -104,42 +103,41 @@ def _job_create(
 ) -> Job:
     """`actor` is who pressed the button when it is not the student (a TA retrying for them).
     `resubmit_of` is the attempt an edited resubmission came from (it runs the current script)."""
-    with transaction.atomic():
-        actor = actor or user
-        course = assignment.course
-        limits, live, used = _request_allowed(
-            user=user, assignment=assignment, resources=resources, actor=actor, retry_of=retry_of
-        )
-        version, script = _job_script(
-            assignment=assignment, values=values, resources=resources, dataset=dataset, retry_of=retry_of
-        )
-        job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
-        job.gpus, job.cpus, job.mem_mb, job.minutes = (
-            resources.gpus,
-            resources.cpus,
-            resources.mem_mb,
-            resources.minutes,
-        )
-        job.account, job.partition, job.script = course.slurm_account, course.partition, script
-        job.assignment_version = version
-        job.qos = course_qos(course)
-        job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
-        job.created_by = actor if actor.pk != user.pk else None
-        job.submission_key = submission_key
-        job.late = retry_of.late if retry_of is not None else is_late(assignment=assignment, at=timezone.now())
-        if retry_of is not None:
-            job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
-        elif resubmit_of is not None:
-            # The student's how-many-th job of the assignment: the number the attempt cap counts.
-            job.resubmit_of, job.attempt = resubmit_of, used + 1
-        job.save()
-        cause = _submitted_cause(job, actor=actor, notice=running_notice(course=limits, live_jobs=live))
-        JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
-        _stage_uploads(job, uploads)
-        if retry_of is not None:
-            _copy_staged(source=retry_of, target=job)
-        transaction.on_commit(lambda: job_dispatch_enqueue(job.pk))
-        return job
+    actor = actor or user
+    course = assignment.course
+    limits, live, used = _request_allowed(
+        user=user, assignment=assignment, resources=resources, actor=actor, retry_of=retry_of
+    )
+    version, script = _job_script(
+        assignment=assignment, values=values, resources=resources, dataset=dataset, retry_of=retry_of
+    )
+    job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
+    job.gpus, job.cpus, job.mem_mb, job.minutes = (
+        resources.gpus,
+        resources.cpus,
+        resources.mem_mb,
+        resources.minutes,
+    )
+    job.account, job.partition, job.script = course.slurm_account, course.partition, script
+    job.assignment_version = version
+    job.qos = course_qos(course)
+    job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
+    job.created_by = actor if actor.pk != user.pk else None
+    job.submission_key = submission_key
+    job.late = retry_of.late if retry_of is not None else is_late(assignment=assignment, at=timezone.now())
+    if retry_of is not None:
+        job.retry_of, job.attempt = retry_of, retry_of.attempt + 1
+    elif resubmit_of is not None:
+        # The student's how-many-th job of the assignment: the number the attempt cap counts.
+        job.resubmit_of, job.attempt = resubmit_of, used + 1
+    job.save()
+    cause = _submitted_cause(job, actor=actor, notice=running_notice(course=limits, live_jobs=live))
+    JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
+    _stage_uploads(job, uploads)
+    if retry_of is not None:
+        _copy_staged(source=retry_of, target=job)
+    transaction.on_commit(lambda: job_dispatch_enqueue(job.pk))
+    return job
 
 
 def _request_allowed(
@@ -233,29 +231,29 @@ def _copy_staged(*, source: Job, target: Job) -> None:
         shutil.copytree(staged, staging_dir(str(target.uuid)), dirs_exist_ok=True)
 
 
+@transaction.atomic
 def job_retry(*, job: Job, actor, resources: Resources | None = None) -> Job:
     """A new attempt of a failed, cancelled or refused job: same version (script, starter files), parameters,
     data set and uploaded files; resources as given (still within the course's limits). Each attempt is
     retried at most once, so a double click or a replayed POST returns the same new attempt."""
-    with transaction.atomic():
-        existing = Job.objects.filter(retry_of=job).first()
-        if existing is not None:
-            return existing
-        if not job.can_retry:
-            raise ValidationError("Only a failed, cancelled or refused job can be retried.")
-        try:
-            with transaction.atomic():
-                return job_submit(
-                    user=job.user,
-                    assignment=job.assignment,
-                    values=job.parameters,
-                    dataset=job.dataset,
-                    resources=resources or Resources(**job.resources),
-                    retry_of=job,
-                    actor=actor,
-                )
-        except IntegrityError:
-            return Job.objects.get(retry_of=job)
+    existing = Job.objects.filter(retry_of=job).first()
+    if existing is not None:
+        return existing
+    if not job.can_retry:
+        raise ValidationError("Only a failed, cancelled or refused job can be retried.")
+    try:
+        with transaction.atomic():
+            return job_submit(
+                user=job.user,
+                assignment=job.assignment,
+                values=job.parameters,
+                dataset=job.dataset,
+                resources=resources or Resources(**job.resources),
+                retry_of=job,
+                actor=actor,
+            )
+    except IntegrityError:
+        return Job.objects.get(retry_of=job)
 
 
 def job_resubmit(
@@ -306,48 +304,46 @@ def retry_suggestion(*, job: Job, suggest: dict[str, int]) -> Resources:
 NOTE_REPEAT_SECONDS = 120
 
 
+@transaction.atomic
 def job_note_add(*, job: Job, author, text: str) -> JobNote:
-    with transaction.atomic():
-        text = text.strip()
-        if not text:
-            raise ValidationError("Write something in the note.")
-        Job.objects.select_for_update().filter(pk=job.pk).first()  # two requests at once: one after the other
-        since = timezone.now() - timedelta(seconds=NOTE_REPEAT_SECONDS)
-        repeated = JobNote.objects.filter(job=job, author=author, text=text, created_at__gte=since).first()
-        if repeated is not None:
-            return repeated
-        note = JobNote.objects.create(job=job, author=author, text=text)
-        JobEvent.objects.create(job=job, cause="Course staff added a note.", actor=author)
-        return note
+    text = text.strip()
+    if not text:
+        raise ValidationError("Write something in the note.")
+    Job.objects.select_for_update().filter(pk=job.pk).first()  # two requests at once: one after the other
+    since = timezone.now() - timedelta(seconds=NOTE_REPEAT_SECONDS)
+    repeated = JobNote.objects.filter(job=job, author=author, text=text, created_at__gte=since).first()
+    if repeated is not None:
+        return repeated
+    note = JobNote.objects.create(job=job, author=author, text=text)
+    JobEvent.objects.create(job=job, cause="Course staff added a note.", actor=author)
+    return note
 
 
+@transaction.atomic
 def job_review(*, job: Job, reviewer) -> None:
-    with transaction.atomic():
-        if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(
-            reviewed_at=timezone.now(), reviewed_by=reviewer
-        ):
-            JobEvent.objects.create(job=job, cause="Marked as reviewed.", actor=reviewer)
+    if Job.objects.filter(pk=job.pk, reviewed_at__isnull=True).update(reviewed_at=timezone.now(), reviewed_by=reviewer):
+        JobEvent.objects.create(job=job, cause="Marked as reviewed.", actor=reviewer)
 
 
+@transaction.atomic
 def job_cancel(*, job: Job, actor) -> None:
     """Cancel a job: at once if Slurm never saw it, otherwise through scancel on the worker."""
-    with transaction.atomic():
-        if job.is_terminal:
-            raise ValidationError("This job has already finished.")
-        if job.status == Status.QUEUED and job_transition(
-            job=job,
-            to=Status.CANCELLED,
-            cause="Cancelled before it reached the cluster.",
-            actor=actor,
-            ended_at=timezone.now(),
-        ):
-            staging_clear(str(job.uuid))
-            return
-        # Nothing to ask when the job has moved on to an end meanwhile (another request's cancel got there first).
-        not_ended = Job.objects.filter(pk=job.pk, cancel_requested=False).exclude(status__in=TERMINAL)
-        if not not_ended.update(cancel_requested=True):
-            return
-        job.cancel_requested = True
-        JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)
-        if job.status in ACTIVE_IN_SLURM:
-            transaction.on_commit(lambda: job_scancel_enqueue(job.pk))
+    if job.is_terminal:
+        raise ValidationError("This job has already finished.")
+    if job.status == Status.QUEUED and job_transition(
+        job=job,
+        to=Status.CANCELLED,
+        cause="Cancelled before it reached the cluster.",
+        actor=actor,
+        ended_at=timezone.now(),
+    ):
+        staging_clear(str(job.uuid))
+        return
+    # Nothing to ask when the job has moved on to an end meanwhile (another request's cancel got there first).
+    not_ended = Job.objects.filter(pk=job.pk, cancel_requested=False).exclude(status__in=TERMINAL)
+    if not not_ended.update(cancel_requested=True):
+        return
+    job.cancel_requested = True
+    JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)
+    if job.status in ACTIVE_IN_SLURM:
+        transaction.on_commit(lambda: job_scancel_enqueue(job.pk))

@@ -52,7 +52,7 @@ def uploads_kept(*, session, token: str) -> list[Path]:
     return [path for path in sorted(_folder(token).iterdir()) if path.is_file()]
 
 
-# `def` then `name = contextmanager(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+@contextmanager
 def uploads_merged(*, kept: list[Path], new: list[UploadedFile]) -> Iterator[list[File]]:
     """Kept files and new uploads as one list of open files (a new file replaces a kept one of its name)."""
     names = {upload.name for upload in new}
@@ -62,9 +62,6 @@ def uploads_merged(*, kept: list[Path], new: list[UploadedFile]) -> Iterator[lis
     finally:
         for handle in opened:
             handle.close()
-
-
-uploads_merged = contextmanager(uploads_merged)
 
 
 def uploads_send(*, session, form, token: str, kept: list[Path], too_large: str, send: Callable[[list[File]], T]):

@@ -99,21 +99,17 @@ class ReportRange:
         """From the start of ``first`` to the end of ``last``, local time."""
         return cls(_midnight(first), _midnight(last + timedelta(days=1)))
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def first(self) -> date:
         return timezone.localdate(self.start)
 
-    first = property(first)
-
+    @property
     def last(self) -> date:
         return timezone.localdate(self.end - timedelta(microseconds=1))
 
-    last = property(last)
-
+    @property
     def days(self) -> list[date]:
         return [self.first + timedelta(days=n) for n in range((self.last - self.first).days + 1)]
-
-    days = property(days)
 
 
 def _midnight(day: date) -> datetime:
@@ -174,32 +170,28 @@ class Usage:
             median_wait=row["median_wait"],
         )
 
+    @property
     def gpu_hours(self) -> float:
         return self.gpu_seconds / 3600
 
-    gpu_hours = property(gpu_hours)
-
+    @property
     def usage_units(self) -> float:
         """Slurm billing units x hours: an accounting unit, not money."""
         return self.billing_seconds / 3600
 
-    usage_units = property(usage_units)
-
+    @property
     def finished(self) -> int:
         return self.jobs - self.live
 
-    finished = property(finished)
-
+    @property
     def success_rate(self) -> float | None:
         return self.completed / self.finished if self.finished else None
 
-    success_rate = property(success_rate)
-
+    @property
     def attempts_per_success(self) -> float | None:
         return self.jobs / self.completed if self.completed else None
 
-    attempts_per_success = property(attempts_per_success)
-
+    @property
     def cells(self) -> list[str]:
         """The row exactly as both the page and the CSV show it."""
         rate, attempts = self.success_rate, self.attempts_per_success
@@ -218,8 +210,6 @@ class Usage:
             "" if self.median_wait is None else f"{self.median_wait:.0f}",
             "" if attempts is None else f"{attempts:.2f}",
         ]
-
-    cells = property(cells)
 
 
 def seconds_in(window: ReportRange, now: datetime, start: str = "started_at", end: str = "ended_at") -> Func:

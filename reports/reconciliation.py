@@ -41,11 +41,9 @@ class Difference:
         "disagrees": "State or usage disagrees",
     }
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def label(self) -> str:
         return self.LABELS[self.kind]
-
-    label = property(label)
 
 
 @dataclass(frozen=True)
@@ -53,10 +51,9 @@ class Side:
     jobs: int
     gpu_seconds: int
 
+    @property
     def gpu_hours(self) -> float:
         return self.gpu_seconds / 3600
-
-    gpu_hours = property(gpu_hours)
 
 
 @dataclass(frozen=True)
@@ -67,10 +64,9 @@ class Reconciliation:
     ingested_until: datetime
     cut: bool
 
+    @property
     def agrees(self) -> bool:
         return not self.differences and self.portal == self.slurm
-
-    agrees = property(agrees)
 
 
 def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_side: Usage) -> Reconciliation | None:

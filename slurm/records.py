@@ -83,11 +83,9 @@ class LiveJob:
     nodes: str
     queue_position: int | None = None
 
-    # `def` then `name = property(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+    @property
     def is_pending(self) -> bool:
         return self.state == PENDING
-
-    is_pending = property(is_pending)
 
 
 @dataclass(frozen=True)
@@ -118,11 +116,11 @@ class AcctRecord:
     comment: str = ""
     node_list: str = ""
 
+    @property
     def gpu_seconds(self) -> int:
         return self.gpus * self.elapsed_seconds
 
-    gpu_seconds = property(gpu_seconds)
-
+    @property
     def provisional(self) -> bool:
         """slurmdbd's placeholder for a job that started right after submission.
 
@@ -131,5 +129,3 @@ class AcctRecord:
         are already right); the next sacct call has the full row.
         """
         return not self.partition
-
-    provisional = property(provisional)

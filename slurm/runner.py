@@ -62,7 +62,7 @@ _logs: list[list[Command]] = []
 observers: list[Callable[[Command], None]] = []
 
 
-# `def` then `name = contextmanager(name)`, not the decorator: mutmut (make mutate) skips decorated functions.
+@contextmanager
 def command_log() -> Iterator[list[Command]]:
     """Collect the commands run inside the ``with`` block (any thread)."""
     log: list[Command] = []
@@ -73,9 +73,6 @@ def command_log() -> Iterator[list[Command]]:
     finally:
         with _lock:
             _logs.remove(log)
-
-
-command_log = contextmanager(command_log)
 
 
 def _setting(name: str, default):

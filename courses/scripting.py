@@ -157,47 +157,73 @@ BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, 
 def coerce_value(spec: dict, raw: object) -> int | float | str | bool:
     """Turn a submitted value into the parameter's type, or raise ValidationError."""
     kind = spec["type"]
-    if kind == "bool":  # an unticked box sends nothing: "" is no
-        word = raw if isinstance(raw, bool) else BOOL_WORDS.get(str(raw).strip().lower() or "false")
-        if word is None:
-            raise ValidationError("Choose yes (true) or no (false).")
-        return word
+    if kind == "bool":
+        return _yes_or_no(raw)
     if kind == "int":
-        if isinstance(raw, bool):
-            raise ValidationError("Enter a whole number.")
-        try:
-            value = int(str(raw).strip()) if not isinstance(raw, int) else raw
-        except ValueError:
-            raise ValidationError("Enter a whole number.")
-    elif kind == "float":
-        if isinstance(raw, bool):
-            raise ValidationError("Enter a number.")
-        try:
-            value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
-        except ValueError:
-            raise ValidationError("Enter a number.")
-        except OverflowError:  # a JSON integer beyond the range of a float (typed "1e999" reads as infinity)
-            raise ValidationError("Enter a finite number.")
-        if not math.isfinite(value):
-            raise ValidationError("Enter a finite number.")
-    elif kind == "choice":
-        value = str(raw)
-        if value not in spec["choices"]:
-            raise ValidationError(f"Choose one of: {', '.join(spec['choices'])}.")
-        return value
-    else:
-        value = str(raw)
-        if len(value) > MAX_STRING_LENGTH:
-            raise ValidationError(f"Use at most {MAX_STRING_LENGTH} characters.")
-        if not _is_safe_text(value):
-            raise ValidationError("Line breaks and other control characters are not allowed.")
-        if spec.get("pattern") and not _matches(spec["pattern"], value):
-            raise ValidationError(f"The value must match the pattern {spec['pattern']}.")
-        return value
+        return _within_bounds(spec, _whole_number(raw))
+    if kind == "float":
+        return _within_bounds(spec, _finite_number(raw))
+    if kind == "choice":
+        return _one_of_the_choices(spec, raw)
+    return _short_text(spec, raw)
+
+
+def _yes_or_no(raw: object) -> bool:
+    """A box's value: True, False, or a word for one of them; an unticked box sends nothing, and "" is no."""
+    word = raw if isinstance(raw, bool) else BOOL_WORDS.get(str(raw).strip().lower() or "false")
+    if word is None:
+        raise ValidationError("Choose yes (true) or no (false).")
+    return word
+
+
+def _whole_number(raw: object) -> int:
+    if isinstance(raw, bool):
+        raise ValidationError("Enter a whole number.")
+    try:
+        return int(str(raw).strip()) if not isinstance(raw, int) else raw
+    except ValueError:
+        raise ValidationError("Enter a whole number.")
+
+
+def _finite_number(raw: object) -> float:
+    if isinstance(raw, bool):
+        raise ValidationError("Enter a number.")
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
+    except ValueError:
+        raise ValidationError("Enter a number.")
+    except OverflowError:  # a JSON integer beyond the range of a float (typed "1e999" reads as infinity)
+        raise ValidationError("Enter a finite number.")
+    if not math.isfinite(value):
+        raise ValidationError("Enter a finite number.")
+    return value
+
+
+def _within_bounds(spec: dict, value: int | float) -> int | float:
+    """The number, if it lies within the parameter's min and max (either may be None: no bound)."""
     if spec.get("min") is not None and value < spec["min"]:
         raise ValidationError(f"The smallest allowed value is {spec['min']}.")
     if spec.get("max") is not None and value > spec["max"]:
         raise ValidationError(f"The largest allowed value is {spec['max']}.")
+    return value
+
+
+def _one_of_the_choices(spec: dict, raw: object) -> str:
+    value = str(raw)
+    if value not in spec["choices"]:
+        raise ValidationError(f"Choose one of: {', '.join(spec['choices'])}.")
+    return value
+
+
+def _short_text(spec: dict, raw: object) -> str:
+    """A string parameter's value: one line of at most MAX_STRING_LENGTH characters, matching its pattern if any."""
+    value = str(raw)
+    if len(value) > MAX_STRING_LENGTH:
+        raise ValidationError(f"Use at most {MAX_STRING_LENGTH} characters.")
+    if not _is_safe_text(value):
+        raise ValidationError("Line breaks and other control characters are not allowed.")
+    if spec.get("pattern") and not _matches(spec["pattern"], value):
+        raise ValidationError(f"The value must match the pattern {spec['pattern']}.")
     return value
 
 

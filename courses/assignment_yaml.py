@@ -126,44 +126,74 @@ def assignment_import_plan(*, course: Course, text: str) -> ImportPlan:
     except ValidationError as error:
         plan.errors = error.messages
         return plan
-    if document.get("labqueue") != FORMAT:
-        plan.errors.append(f"{_at(lines, 'labqueue')}: this is not a LabQueue assignment file (labqueue: {FORMAT}).")
-    plan.errors += [f"{_at(lines, key)}: unknown key." for key in document if key not in KEYS]
-    plan.errors += [
-        f"{_at(lines, key)}: give text here." for key in TEXTS if not isinstance(document.get(key) or "", str)
-    ]
-    resources = document.get("resources")
-    if not isinstance(resources, dict) or set(resources) != set(RESOURCES):
-        plan.errors.append(f"{_at(lines, 'resources')}: give {', '.join(RESOURCES)} (and nothing else).")
-        resources = {}
-    hints = document.get("hints") or []
-    if not isinstance(hints, list) or not all(isinstance(h, dict) and set(h) <= set(HINT_KEYS) for h in hints):
-        plan.errors.append(f"{_at(lines, 'hints')}: a list of hints, each with state, pattern and message.")
-        hints = []
+    plan.errors = _shape_errors(document, lines)
     if plan.errors:
         return plan
-    data = {key: _form_value(document.get(key)) for key in TEXTS}
-    data["parameters"] = json.dumps(document.get("parameters") or [])
-    data.update({key: _form_value(value) for key, value in resources.items()})
-    data.update({key: _form_value(document.get(key)) for key in SETTINGS})
+    data = _form_data(document)
     plan.existing = course.assignments.filter(slug=data["slug"]).first()
     plan.form = AssignmentForm(data, course=course, instance=plan.existing or Assignment(course=course))
     if not plan.form.is_valid():
-        for name, messages in plan.form.errors.items():
-            key = name if name in document else "resources" if name in RESOURCES else name
-            plan.errors += [f"{_at(lines, key)}: {message}" for message in messages]
-    for number, hint in enumerate(hints, start=1):
-        form = HintForm({key: _form_value(hint.get(key)) for key in HINT_KEYS}, course=course)
-        form.is_valid()
-        problems = {name: errors for name, errors in form.errors.items() if name != "assignment"}
-        plan.errors += [f"{_at(lines, 'hints')}, hint {number}: {m}" for errors in problems.values() for m in errors]
-        plan.hints.append({key: form.cleaned_data.get(key, "") for key in HINT_KEYS})
+        plan.errors += _form_errors(plan.form, document, lines)
+    for number, hint in enumerate(document.get("hints") or [], start=1):
+        cleaned, errors = _hint_checked(hint, course=course, where=f"{_at(lines, 'hints')}, hint {number}")
+        plan.hints.append(cleaned)
+        plan.errors += errors
     if plan.ok:
-        plan.fields = {k: v for k, v in plan.form.cleaned_data.items() if k not in ("datasets", "starter_file")}
-        # The texts exactly as the file has them (the form trims their ends), line ends made Unix ones.
-        plan.fields["script_template"] = validate_template(document["script_template"])
-        plan.fields["description"] = (document.get("description") or "").replace("\r\n", "\n")
+        plan.fields = _import_fields(plan.form, document)
     return plan
+
+
+def _shape_errors(document: dict, lines: dict[str, int]) -> list[str]:
+    """What keeps the file from being read as an assignment at all: its format, unknown keys, values of the
+    wrong kind."""
+    errors = []
+    if document.get("labqueue") != FORMAT:
+        errors.append(f"{_at(lines, 'labqueue')}: this is not a LabQueue assignment file (labqueue: {FORMAT}).")
+    errors += [f"{_at(lines, key)}: unknown key." for key in document if key not in KEYS]
+    errors += [f"{_at(lines, key)}: give text here." for key in TEXTS if not isinstance(document.get(key) or "", str)]
+    resources = document.get("resources")
+    if not isinstance(resources, dict) or set(resources) != set(RESOURCES):
+        errors.append(f"{_at(lines, 'resources')}: give {', '.join(RESOURCES)} (and nothing else).")
+    hints = document.get("hints") or []
+    if not isinstance(hints, list) or not all(isinstance(h, dict) and set(h) <= set(HINT_KEYS) for h in hints):
+        errors.append(f"{_at(lines, 'hints')}: a list of hints, each with state, pattern and message.")
+    return errors
+
+
+def _form_data(document: dict) -> dict[str, str]:
+    """The file as the assignment form's POST data (its shape already checked)."""
+    data = {key: _form_value(document.get(key)) for key in TEXTS}
+    data["parameters"] = json.dumps(document.get("parameters") or [])
+    data.update({key: _form_value(value) for key, value in document["resources"].items()})
+    data.update({key: _form_value(document.get(key)) for key in SETTINGS})
+    return data
+
+
+def _form_errors(form: AssignmentForm, document: dict, lines: dict[str, int]) -> list[str]:
+    """The form's errors, each at the line of the file's key it comes from (a resource's at "resources")."""
+    errors = []
+    for name, messages in form.errors.items():
+        key = name if name in document else "resources" if name in RESOURCES else name
+        errors += [f"{_at(lines, key)}: {message}" for message in messages]
+    return errors
+
+
+def _hint_checked(hint: dict, *, course: Course, where: str) -> tuple[dict, list[str]]:
+    """A hint of the file as the hint form cleans it, and the form's errors, each said `where` the hint is."""
+    form = HintForm({key: _form_value(hint.get(key)) for key in HINT_KEYS}, course=course)
+    form.is_valid()
+    problems = {name: errors for name, errors in form.errors.items() if name != "assignment"}
+    errors = [f"{where}: {message}" for messages in problems.values() for message in messages]
+    return {key: form.cleaned_data.get(key, "") for key in HINT_KEYS}, errors
+
+
+def _import_fields(form: AssignmentForm, document: dict) -> dict:
+    """The assignment's fields to save: the form's cleaned data, but its texts exactly as the file has them."""
+    fields = {k: v for k, v in form.cleaned_data.items() if k not in ("datasets", "starter_file")}
+    # The form trims the texts' ends; keep them, with line ends made Unix ones.
+    fields["script_template"] = validate_template(document["script_template"])
+    fields["description"] = (document.get("description") or "").replace("\r\n", "\n")
+    return fields
 
 
 def _form_value(value) -> str:

@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from .errors import SlurmMisconfigured, SlurmTimeout, SlurmUnavailable, classify
+from .errors import SlurmError, SlurmMisconfigured, SlurmTimeout, SlurmUnavailable, classify
 from .records import check_username
 
 logger = logging.getLogger(__name__)
@@ -159,11 +159,7 @@ def run(
     try:
         returncode, stdout, stderr = _execute(full, timeout, build_env(env_extra), stdin)
     except OSError as exc:  # missing or not executable: the deployment is broken
-        logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
-        raise SlurmMisconfigured(
-            f"{os.path.basename(full[0])} could not be run on the worker ({exc.strerror}; check PATH or SLURM_BIN_DIR)",
-            full,
-        ) from exc
+        raise _not_runnable(full, exc) from exc
     except subprocess.TimeoutExpired as exc:
         logger.warning("slurm: %s timed out after %.1fs", shlex.join(full), timeout)
         raise SlurmTimeout(f"{tool} did not answer within {timeout:g} s", full) from exc
@@ -172,18 +168,32 @@ def run(
         _record(Command(tool, argv, run_as, seconds, returncode))
         logger.debug("slurm: %s -> %s in %.3fs", shlex.join(full), returncode, seconds)
     if returncode != 0:
-        error = classify(full, returncode, stderr, stdout)
-        logger.log(
-            logging.WARNING if isinstance(error, SlurmUnavailable) else logging.INFO,
-            "slurm: %s failed (%s): %s",
-            shlex.join(full),
-            returncode,
-            stderr.strip(),
-        )
-        raise error
+        raise _failure(full, returncode, stdout, stderr)
     if stderr.strip():
         logger.debug("slurm: %s stderr: %s", tool, stderr.strip())
     return stdout
+
+
+def _not_runnable(full: list[str], exc: OSError) -> SlurmMisconfigured:
+    """The error for a program that is missing or not executable, logged: the deployment is broken."""
+    logger.error("slurm: cannot run %s: %s", shlex.join(full), exc)
+    return SlurmMisconfigured(
+        f"{os.path.basename(full[0])} could not be run on the worker ({exc.strerror}; check PATH or SLURM_BIN_DIR)",
+        full,
+    )
+
+
+def _failure(full: list[str], returncode: int, stdout: str, stderr: str) -> SlurmError:
+    """The typed error for a command that exited non-zero, logged as a warning when a retry may help."""
+    error = classify(full, returncode, stderr, stdout)
+    logger.log(
+        logging.WARNING if isinstance(error, SlurmUnavailable) else logging.INFO,
+        "slurm: %s failed (%s): %s",
+        shlex.join(full),
+        returncode,
+        stderr.strip(),
+    )
+    return error
 
 
 def _execute(argv: list[str], timeout: float, env: dict[str, str], stdin: BinaryIO | None) -> tuple[int, str, str]:

@@ -140,58 +140,11 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         return user
 
     def pre_social_login(self, request, sociallogin) -> None:
-        try:
-            identity = _identity(sociallogin)
-        except sso.IdentityRefused as refused:
-            log.warning("SSO login refused (%s): %s", sociallogin.account.provider, refused.reason)
-            raise _refused(request, refused.reason)
-        if reason := netid_refusal(identity.netid):
-            log.warning("SSO login refused (%s): %s (%s)", sociallogin.account.provider, reason, identity.scoped_name)
-            raise _refused(request, reason)
-        if sociallogin.is_existing and sociallogin.user.netid not in (None, identity.netid):
-            log.error(
-                "SSO identity %s maps to %s, but its account has netid %s",
-                identity.scoped_name,
-                identity.netid,
-                sociallogin.user.netid,
-            )
-            raise _refused(
-                request,
-                "Your portal account is linked to a different cluster user name than your campus identity now "
-                "gives. Ask the portal staff to check your account.",
-            )
-        if not sso.account_exists(identity.netid, settings.LABQUEUE_ACCOUNT_CHECK):
-            log.info("SSO login of %s: no cluster account %s", identity.scoped_name, identity.netid)
-            raise ImmediateHttpResponse(
-                render(
-                    request,
-                    "portal/account_needed.html",
-                    {"identity": identity, "request_url": settings.LABQUEUE_ACCOUNT_REQUEST_URL},
-                    status=403,
-                )
-            )
+        identity = _admitted_identity(request, sociallogin)
         if not sociallogin.is_existing:
-            existing = get_user_model().objects.filter(netid=identity.netid).first()
-            if existing is not None and (existing.is_staff or existing.is_superuser):
-                log.warning(
-                    "SSO login refused (%s): %s would be a first link to %s, which has staff or superuser rights",
-                    sociallogin.account.provider,
-                    identity.scoped_name,
-                    existing.username,
-                )
-                raise _refused(
-                    request,
-                    f"The portal account for “{identity.netid}” has administrator rights, so a campus sign-in is "
-                    "linked to it only by the portal's operators. Ask them to link your campus identity.",
-                )
-            if existing is not None:
-                sociallogin.connect(request, existing)  # a roster or admin created this person already
+            _link_first_login(request, sociallogin, identity)
         if sociallogin.is_existing:
-            user = sociallogin.user
-            if user.netid is None:
-                user.netid = identity.netid
-                user.save(update_fields=["netid"])
-            _apply_identity(user, identity, sociallogin.account.provider)
+            _keep_account_current(sociallogin.user, identity, sociallogin.account.provider)
         _remember_saml_login(request, sociallogin)
 
     def save_user(self, request, sociallogin, form=None):
@@ -203,6 +156,70 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
             raise _refused(request, "Your account could not be linked to your cluster user name.")
         _apply_identity(user, identity, sociallogin.account.provider)
         return user
+
+
+def _admitted_identity(request: HttpRequest, sociallogin) -> sso.Identity:
+    """The campus identity signing in, or the page that refuses it (ImmediateHttpResponse): from outside the
+    campus scope, a netid the portal must never become, an account linked to another netid, no cluster account."""
+    try:
+        identity = _identity(sociallogin)
+    except sso.IdentityRefused as refused:
+        log.warning("SSO login refused (%s): %s", sociallogin.account.provider, refused.reason)
+        raise _refused(request, refused.reason)
+    if reason := netid_refusal(identity.netid):
+        log.warning("SSO login refused (%s): %s (%s)", sociallogin.account.provider, reason, identity.scoped_name)
+        raise _refused(request, reason)
+    if sociallogin.is_existing and sociallogin.user.netid not in (None, identity.netid):
+        log.error(
+            "SSO identity %s maps to %s, but its account has netid %s",
+            identity.scoped_name,
+            identity.netid,
+            sociallogin.user.netid,
+        )
+        raise _refused(
+            request,
+            "Your portal account is linked to a different cluster user name than your campus identity now "
+            "gives. Ask the portal staff to check your account.",
+        )
+    if not sso.account_exists(identity.netid, settings.LABQUEUE_ACCOUNT_CHECK):
+        log.info("SSO login of %s: no cluster account %s", identity.scoped_name, identity.netid)
+        raise ImmediateHttpResponse(
+            render(
+                request,
+                "portal/account_needed.html",
+                {"identity": identity, "request_url": settings.LABQUEUE_ACCOUNT_REQUEST_URL},
+                status=403,
+            )
+        )
+    return identity
+
+
+def _link_first_login(request: HttpRequest, sociallogin, identity: sso.Identity) -> None:
+    """A first campus sign-in joins the account a roster or an admin already made with its netid, if any; never
+    one with staff or superuser rights (the portal's operators link those)."""
+    existing = get_user_model().objects.filter(netid=identity.netid).first()
+    if existing is not None and (existing.is_staff or existing.is_superuser):
+        log.warning(
+            "SSO login refused (%s): %s would be a first link to %s, which has staff or superuser rights",
+            sociallogin.account.provider,
+            identity.scoped_name,
+            existing.username,
+        )
+        raise _refused(
+            request,
+            f"The portal account for “{identity.netid}” has administrator rights, so a campus sign-in is "
+            "linked to it only by the portal's operators. Ask them to link your campus identity.",
+        )
+    if existing is not None:
+        sociallogin.connect(request, existing)  # a roster or admin created this person already
+
+
+def _keep_account_current(user, identity: sso.Identity, provider: str) -> None:
+    """An account's netid once it has none, then its staff flag and course roles, from this sign-in's identity."""
+    if user.netid is None:
+        user.netid = identity.netid
+        user.save(update_fields=["netid"])
+    _apply_identity(user, identity, provider)
 
 
 def _refused(request: HttpRequest, reason: str) -> ImmediateHttpResponse:

@@ -53,7 +53,17 @@ class Command(BaseCommand):
         parser.add_argument("--dataset-root", default="/var/lib/labqueue/datasets")
 
     def handle(self, *args, dataset_root: str, **options):
-        User = get_user_model()
+        course = self._course()
+        self._people(course)
+        self._operator()
+        self._assignment(course, dataset_root=dataset_root)
+        self.stdout.write(self.style.SUCCESS(f"Demo course {course} is ready."))
+        for username, _, _, role, email in PEOPLE:
+            self.stdout.write(f"  {role:<10} {username} / {DEMO_PASSWORD}  {email or '(no address)'}")
+        self.stdout.write(f"  {'operator':<10} {OPERATOR[0]} / {DEMO_PASSWORD}  {OPERATOR[3]}")
+
+    @staticmethod
+    def _course() -> Course:
         course, _ = Course.objects.update_or_create(
             slug="cs101-demo",
             defaults={
@@ -68,18 +78,28 @@ class Command(BaseCommand):
                 "max_minutes_per_job": 30,
             },
         )
+        return course
+
+    def _people(self, course: Course) -> None:
+        """The course's people, enrolled in their roles, with their job mail choices."""
         for username, first, last, role, email in PEOPLE:
-            user = self._person(User, username, first, last, email, netid=username)
+            user = self._person(username, first, last, email, netid=username)
             enrollment_set(user=user, course=course, role=role)
             # Mail when a job finishes too, so the demo's first job fills the inbox (var/demo/mail); choices
             # changed on the notifications page are kept.
             NotificationPreference.objects.get_or_create(
                 user=user, defaults={"notify_finished": True, "daily_digest": role != Role.STUDENT}
             )
-        operator = self._person(User, *OPERATOR, netid=None)  # runs no jobs: no cluster account
+
+    def _operator(self) -> None:
+        operator = self._person(*OPERATOR, netid=None)  # runs no jobs: no cluster account
         if not (operator.is_staff and operator.is_superuser):
             operator.is_staff = operator.is_superuser = True
             operator.save(update_fields=["is_staff", "is_superuser"])
+
+    @staticmethod
+    def _assignment(course: Course, *, dataset_root: str) -> Assignment:
+        """The GPU assignment, with a small data set made under `dataset_root`."""
         data_dir = Path(dataset_root) / "digits-sample"
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "README.txt").write_text("A tiny sample data set for the LabQueue demo.\n")
@@ -101,16 +121,13 @@ class Command(BaseCommand):
             },
         )
         assignment.datasets.set([dataset])
-        self.stdout.write(self.style.SUCCESS(f"Demo course {course} is ready."))
-        for username, _, _, role, email in PEOPLE:
-            self.stdout.write(f"  {role:<10} {username} / {DEMO_PASSWORD}  {email or '(no address)'}")
-        self.stdout.write(f"  {'operator':<10} {OPERATOR[0]} / {DEMO_PASSWORD}  {OPERATOR[3]}")
+        return assignment
 
     @staticmethod
-    def _person(User, username: str, first: str, last: str, email: str, *, netid: str | None):
+    def _person(username: str, first: str, last: str, email: str, *, netid: str | None):
         """The demo account `username`, made with the demo password the first time; its address (none: left
         as it is, so an address student3 confirmed stays) on every run."""
-        user, created = User.objects.get_or_create(
+        user, created = get_user_model().objects.get_or_create(
             username=username,
             defaults={
                 "first_name": first,

@@ -246,22 +246,37 @@ def zip_stream(root: str, *, folder: str, max_bytes: int) -> Iterator[bytes]:
     """Every offered file under root (name_problem) as one zip inside `folder/`, made while it is sent: the
     walk and the size check happen now, so a job over `max_bytes` raises TooLarge before the first byte; the
     returned chunks open, read and compress one file at a time, so memory stays flat however large the zip."""
-    found = [(path, info.st_size) for path, info in _walk(root) if name_problem(path) is None]
+    found = offered_files(root)
     if sum(size for _, size in found) > max_bytes:
         raise TooLarge(f"The job's files add up to more than {max_bytes // (1024 * 1024)} MB.")
-    return _zip_chunks(root, folder, found)
+    return zip_folders_stream([(root, folder, found)])
 
 
-def _zip_chunks(root: str, folder: str, found: list[tuple[str, int]]) -> Iterator[bytes]:
+def offered_files(root: str) -> list[tuple[str, int]]:
+    """(relative path, size) of every file under root that a zip holds: servable (_walk) and offered
+    (name_problem). The walk is bounded (MAX_SCANNED_ENTRIES), however the job shaped its directory."""
+    return [(path, info.st_size) for path, info in _walk(root) if name_problem(path) is None]
+
+
+def zip_folders_stream(
+    folders: list[tuple[str, str, list[tuple[str, int]]]], *, notes: tuple[tuple[str, bytes], ...] = ()
+) -> Iterator[bytes]:
+    """One zip, made while it is sent, of several job directories: per (root, folder, files found by
+    offered_files) the files under `folder/`, then each (name, text) of `notes` at the top. Files are read
+    one at a time, never past the size their walk found; one gone or swapped for a link since is left out."""
     archive = ZipStream(compress_type=ZIP_DEFLATED)
-    for path, size in found:
-        try:
-            fd = open_file(root, path)
-        except UnsafePath:
-            continue  # gone, or swapped for a link, since the walk
-        with os.fdopen(fd, "rb") as source:
-            archive.add(_read_up_to(source, size), f"{folder}/{path}", size=size)
-            yield from archive.all_files()
+    for root, folder, found in folders:
+        for path, size in found:
+            try:
+                fd = open_file(root, path)
+            except UnsafePath:
+                continue  # gone, or swapped for a link, since the walk
+            with os.fdopen(fd, "rb") as source:
+                archive.add(_read_up_to(source, size), f"{folder}/{path}", size=size)
+                yield from archive.all_files()
+    for name, data in notes:
+        archive.add(data, name)
+        yield from archive.all_files()
     yield from archive.footer()
 
 

@@ -20,6 +20,11 @@ job_patterns = [
     path(
         "course/<slug:slug>/gradebook/<slug:assignment_slug>/grades.csv", gradebook.gradebook_csv, name="gradebook-csv"
     ),
+    path(
+        "course/<slug:slug>/gradebook/<slug:assignment_slug>/results.zip",
+        gradebook.gradebook_results_zip,
+        name="gradebook-results-zip",
+    ),
     path("active/", list_views.active_jobs_part, name="active-jobs"),
     path("help/retries/", views.retry_help, name="retry-help"),
     path("notifications/", notification_views.notification_settings, name="notification-settings"),

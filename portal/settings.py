@@ -91,6 +91,8 @@ INSTALLED_APPS = [
     "jobs",
     "reports",
     "ops",
+    "ninja",  # django-ninja serves the API docs page's own Swagger UI files (the CSP allows no CDN)
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -326,6 +328,8 @@ LABQUEUE_LOG_TAIL_BYTES = env_int("LABQUEUE_LOG_TAIL_BYTES", 16 * 1024)
 # How often an open job page asks whether its job changed (a poll of an unchanged job answers 304).
 LABQUEUE_POLL_SECONDS = env_int("LABQUEUE_POLL_SECONDS", 3)
 LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)
+# Requests one API token may make per minute (api.auth, counted in the broker's Redis); past it: 429.
+LABQUEUE_API_REQUESTS_PER_MINUTE = env_int("LABQUEUE_API_REQUESTS_PER_MINUTE", 120)
 LABQUEUE_RESUBMIT_AFTER_SECONDS = env_int("LABQUEUE_RESUBMIT_AFTER_SECONDS", 120)
 LABQUEUE_DEMO = env_bool("LABQUEUE_DEMO")
 

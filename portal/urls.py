@@ -16,6 +16,7 @@ urlpatterns = [
     path("jobs/slurm-sync/", RedirectView.as_view(pattern_name="clusterpolicy:associations", permanent=True)),
     path("cluster/", include("clusterpolicy.urls")),
     path("reports/", include("reports.urls")),
+    path("api/", include("api.urls")),  # /api/v1/ for scripts and the API tokens page (api/)
     path("", include("courses.urls")),
     # /jobs/..., and the assignment pages (a job request's home), after courses: "assignments/new/" is theirs.
     path("", include("jobs.urls")),

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from api import views
+from api.endpoints import api
+
+app_name = "api"
+
+# Under /api/ (portal/urls.py).
+urlpatterns = [
+    path("tokens/", views.token_settings, name="token-settings"),
+    path("tokens/<uuid:token_uuid>/revoke/", views.token_revoke_view, name="token-revoke"),
+    path("v1/", api.urls),  # the API (api.endpoints), its schema at v1/openapi.json and docs at v1/docs
+]

@@ -58,63 +58,75 @@ def _message(error: Exception, default: str) -> str:
     return str(error.args[0]) if error.args and isinstance(error.args[0], str) and error.args[0] else default
 
 
+def _not_found(request: HttpRequest, error: Http404) -> HttpResponse:
+    return problem(404, _message(error, "There is nothing at this address."))
+
+
+def _denied(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
+    return problem(403, _message(error, "You are not allowed to do that."))
+
+
+def _refused(request: HttpRequest, error: ValidationError) -> HttpResponse:
+    return problem(422, " ".join(error.messages))
+
+
+def _form_refused(request: HttpRequest, error: FormRefused) -> HttpResponse:
+    return problem(422, str(error), errors=error.errors)
+
+
+def _token_refused(request: HttpRequest, error: TokenRefused) -> HttpResponse:
+    return problem(401, str(error), headers={"WWW-Authenticate": 'Bearer realm="labqueue"'})
+
+
+def _unauthenticated(request: HttpRequest, error: AuthenticationError) -> HttpResponse:
+    detail = (
+        "Sign in, or send a personal access token as 'Authorization: Bearer lqp_...' "
+        "(make one on your API tokens page)."
+    )
+    return problem(401, detail, headers={"WWW-Authenticate": 'Bearer realm="labqueue"'})
+
+
+def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
+    if error.status_code == 403:  # ninja's CSRF refusal
+        return problem(403, "The browser's CSRF token is missing or wrong: reload the page and try again.")
+    return problem(error.status_code, str(error))
+
+
+def _bad_input(request: HttpRequest, error: SchemaError) -> HttpResponse:
+    errors: dict[str, list[str]] = {}
+    for item in error.errors:
+        where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
+        errors.setdefault(where, []).append(item.get("msg", "invalid"))
+    detail = "The request does not have the form this address expects: " + "; ".join(
+        f"{where}: {', '.join(messages)}" for where, messages in errors.items()
+    )
+    return problem(422, detail, errors=errors)
+
+
+def _rate_limited(request: HttpRequest, error: RateLimited) -> HttpResponse:
+    return problem(429, str(error), headers={"Retry-After": str(error.retry_after)})
+
+
+def _unexpected(request: HttpRequest, error: Exception) -> HttpResponse:
+    logger.exception("api: unexpected error on %s %s", request.method, request.path)
+    return problem(500, "Something went wrong on the portal's side. Try again; if it goes on, tell the staff.")
+
+
+HANDLERS = (
+    (Exception, _unexpected),
+    (Http404, _not_found),
+    (PermissionDenied, _denied),
+    (ValidationError, _refused),
+    (FormRefused, _form_refused),
+    (TokenRefused, _token_refused),
+    (AuthenticationError, _unauthenticated),
+    (HttpError, _http_error),
+    (SchemaError, _bad_input),
+    (RateLimited, _rate_limited),
+)
+
+
 def install(api) -> None:
     """Every error the API can meet, answered as a problem document; nothing else reaches the client."""
-
-    def not_found(request: HttpRequest, error: Http404) -> HttpResponse:
-        return problem(404, _message(error, "There is nothing at this address."))
-
-    def denied(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
-        return problem(403, _message(error, "You are not allowed to do that."))
-
-    def refused(request: HttpRequest, error: ValidationError) -> HttpResponse:
-        return problem(422, " ".join(error.messages))
-
-    def token_refused(request: HttpRequest, error: TokenRefused) -> HttpResponse:
-        return problem(401, str(error), headers={"WWW-Authenticate": 'Bearer realm="labqueue"'})
-
-    def unauthenticated(request: HttpRequest, error: AuthenticationError) -> HttpResponse:
-        detail = (
-            "Sign in, or send a personal access token as 'Authorization: Bearer lqp_...' "
-            "(make one on your API tokens page)."
-        )
-        return problem(401, detail, headers={"WWW-Authenticate": 'Bearer realm="labqueue"'})
-
-    def http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
-        if error.status_code == 403:  # ninja's CSRF refusal
-            return problem(403, "The browser's CSRF token is missing or wrong: reload the page and try again.")
-        return problem(error.status_code, str(error))
-
-    def bad_input(request: HttpRequest, error: SchemaError) -> HttpResponse:
-        errors: dict[str, list[str]] = {}
-        for item in error.errors:
-            where = ".".join(str(part) for part in item.get("loc", ())[1:]) or "request"
-            errors.setdefault(where, []).append(item.get("msg", "invalid"))
-        detail = "The request does not have the form this address expects: " + "; ".join(
-            f"{where}: {', '.join(messages)}" for where, messages in errors.items()
-        )
-        return problem(422, detail, errors=errors)
-
-    def rate_limited(request: HttpRequest, error: RateLimited) -> HttpResponse:
-        return problem(429, str(error), headers={"Retry-After": str(error.retry_after)})
-
-    def form_refused(request: HttpRequest, error: FormRefused) -> HttpResponse:
-        return problem(422, str(error), errors=error.errors)
-
-    def unexpected(request: HttpRequest, error: Exception) -> HttpResponse:
-        logger.exception("api: unexpected error on %s %s", request.method, request.path)
-        return problem(500, "Something went wrong on the portal's side. Try again; if it goes on, tell the staff.")
-
-    for kind, handler in (
-        (Exception, unexpected),
-        (Http404, not_found),
-        (PermissionDenied, denied),
-        (ValidationError, refused),
-        (TokenRefused, token_refused),
-        (AuthenticationError, unauthenticated),
-        (HttpError, http_error),
-        (SchemaError, bad_input),
-        (RateLimited, rate_limited),
-        (FormRefused, form_refused),
-    ):
+    for kind, handler in HANDLERS:
         api.add_exception_handler(kind, handler)

@@ -157,7 +157,11 @@ def _skip_reason(enrollment: Enrollment, job: Job | None) -> str | None:
     return None
 
 
-def results_plan(*, assignment: Assignment, max_bytes: int) -> tuple[list, list[Skipped]]:
+#: One student's folder of the results zip: (job directory, folder name, the files found there with their sizes).
+Folder = tuple[str, str, list[tuple[str, int]]]
+
+
+def results_plan(*, assignment: Assignment, max_bytes: int) -> tuple[list[Folder], list[Skipped]]:
     """What the results zip holds: per student, by netid, (job directory, netid, files) of their latest
     completed attempt while the total stays within `max_bytes`; and the students left out. Two queries, then
     one bounded walk per student's directory (jobs.files.offered_files)."""
@@ -166,10 +170,13 @@ def results_plan(*, assignment: Assignment, max_bytes: int) -> tuple[list, list[
     completed = Job.objects.filter(assignment=assignment, status=Status.COMPLETED).order_by("created_at", "pk")
     for job in completed.only("user_id", "workdir", "files_purged_at"):
         latest[job.user_id] = job
-    folders, skipped, total = [], [], 0
+    folders: list[Folder] = []
+    skipped: list[Skipped] = []
+    total = 0
     for enrollment in sorted(students, key=lambda e: (e.user.netid or "", e.user.username)):
         user, job = enrollment.user, latest.get(enrollment.user_id)
-        who = f"{user.netid or user.username} ({user.get_full_name() or user.username})"
+        name = " ".join((user.get_full_name() or user.username).split())  # one line each, whatever the name holds
+        who = f"{user.netid or user.username} ({name})"
         reason = _skip_reason(enrollment, job)
         found = files.offered_files(job.workdir) if reason is None else []
         size = sum(size for _, size in found)

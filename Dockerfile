@@ -39,8 +39,9 @@ ARG BASE_IMAGE=python:3.11-slim-${DEBIAN_RELEASE}@${BASE_DIGEST}
 # directory of their own that the image copies; pip's work stays in this stage.
 FROM ${BASE_IMAGE} AS packages
 WORKDIR /build
-COPY requirements.txt .
-RUN pip install --no-cache-dir --target=/opt/labqueue/packages -r requirements.txt
+COPY requirements.txt requirements-nodeps.txt ./
+RUN pip install --no-cache-dir --target=/opt/labqueue/packages -r requirements.txt \
+    && pip install --no-cache-dir --no-deps --target=/opt/labqueue/packages -r requirements-nodeps.txt
 
 # --- the image
 FROM ${BASE_IMAGE}

@@ -93,6 +93,8 @@ INSTALLED_APPS = [
     "ops",
     "ninja",  # django-ninja serves the API docs page's own Swagger UI files (the CSP allows no CDN)
     "api",
+    "lti_tool",  # django-lti: LMS registrations, deployments, the tool's keys (lms/)
+    "lms",
 ]
 
 MIDDLEWARE = [
@@ -222,6 +224,17 @@ if env_bool("LABQUEUE_BEHIND_TLS_PROXY"):
 
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+
+# LTI 1.3 launches (lms/): the OIDC state, nonce and launch data must be seen by every web worker, so they live
+# in the Redis the broker uses, not in a per-process cache. Nothing else uses the "lti" cache.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "lti": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": env("LABQUEUE_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "KEY_PREFIX": "labqueue-lti",
+    },
+}
 
 # Celery (Redis broker). Tasks are enqueued only after the database commits.
 CELERY_BROKER_URL = env("LABQUEUE_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -17,6 +17,7 @@ urlpatterns = [
     path("cluster/", include("clusterpolicy.urls")),
     path("reports/", include("reports.urls")),
     path("api/", include("api.urls")),  # /api/v1/ for scripts and the API tokens page (api/)
+    path("lms/", include("lms.urls")),  # LTI 1.3: an LMS launches LabQueue (lms/)
     path("", include("courses.urls")),
     # /jobs/..., and the assignment pages (a job request's home), after courses: "assignments/new/" is theirs.
     path("", include("jobs.urls")),

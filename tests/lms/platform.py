@@ -1,0 +1,188 @@
+"""A real LTI 1.3 platform (an LMS's side of the protocol) for the tests, on lti1p3platform.
+
+It builds the OIDC login initiation, answers the tool's authentication request with a signed id_token (checking
+the redirect_uri against its own allow-list, which lti1p3platform 0.1.8 does not) and checks the tool's signed
+deep-linking response. Its key set is served over loopback HTTP by a small server thread, which the portal
+fetches as it would a real LMS's.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
+from lti1p3platform.oidc_login import OIDCLoginAbstract
+from lti1p3platform.registration import Registration
+from lti1p3platform.request import Request
+
+ISSUER = "https://lms.example.edu"
+CLIENT_ID = "labqueue-client"
+DEPLOYMENT_ID = "deployment-1"
+NETID_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/custom#netid"
+ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#{}"
+
+
+def _private_key_pem() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+def _public_key_pem(private_pem: str) -> str:
+    key = serialization.load_pem_private_key(private_pem.encode(), password=None)
+    return (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+
+
+class _Config(LTI1P3PlatformConfAbstract):
+    def init_platform_config(self, **kwargs) -> None:
+        self._registration = kwargs["registration"]
+
+    def get_registration_by_params(self, **kwargs) -> Registration:
+        return self._registration
+
+
+class _ParamsRequest(Request):
+    def build_metadata(self, request: dict) -> dict:
+        return {
+            "method": "GET",
+            "get_data": request,
+            "form_data": {},
+            "headers": {},
+            "content_type": None,
+            "path": "/auth",
+            "json": None,
+        }
+
+
+class _Launch(LTIAdvantageMessageLaunchAbstract):
+    def render_launch_form(self, launch_data: dict, **kwargs) -> dict:
+        return launch_data
+
+
+class _Login(OIDCLoginAbstract):
+    def set_lti_message_hint(self, **kwargs) -> None:
+        self._lti_message_hint = kwargs["hint"]
+
+    def get_redirect(self, url: str) -> str:
+        return url
+
+
+class Platform:
+    """One LMS with one registration of the portal (at `portal_base`), and its JWKS served on 127.0.0.1."""
+
+    def __init__(self, portal_base: str = "http://testserver") -> None:
+        self.private_key = _private_key_pem()
+        self.registration = (
+            Registration()
+            .set_iss(ISSUER)
+            .set_client_id(CLIENT_ID)
+            .set_deployment_id(DEPLOYMENT_ID)
+            .set_oidc_login_url(f"{portal_base}/lms/login/")
+            .set_launch_url(f"{portal_base}/lms/launch/")
+            .set_deeplink_launch_url(f"{portal_base}/lms/launch/")
+            .set_platform_private_key(self.private_key)
+            .set_platform_public_key(_public_key_pem(self.private_key))
+        )
+        self.allowed_redirects = {f"{portal_base}/lms/launch/"}
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _handler(self):
+        jwks = json.dumps({"keys": self.registration.get_jwks()}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                self.send_response(200 if self.path == "/jwks" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(jwks if self.path == "/jwks" else b"{}")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        return Handler
+
+    def __enter__(self) -> Platform:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def login_initiation_url(self, login_hint: str) -> str:
+        login = _Login(None, _Config(registration=self.registration))
+        login.set_lti_message_hint(hint=uuid.uuid4().hex)
+        return login.initiate_login(login_hint)
+
+    def authenticate(
+        self,
+        auth_request_url: str,
+        *,
+        netid: str | None,
+        roles: list[str],
+        context_id: str = "lms-course-1",
+        custom: dict | None = None,
+        deep_linking: bool = False,
+        expires_in: int = 300,
+        **claims,
+    ) -> tuple[str, dict]:
+        """Answer the tool's authentication request: (the tool's redirect_uri, the form it is posted)."""
+        params = dict(parse_qsl(urlsplit(auth_request_url).query))
+        assert params["redirect_uri"] in self.allowed_redirects, params["redirect_uri"]
+        launch = _Launch(_ParamsRequest(params), _Config(registration=self.registration))
+        launch.set_user_data(params["login_hint"], [ROLE.format(role) for role in roles], full_name="A Person")
+        launch.set_launch_context_claim(context_id, context_title=f"Course {context_id}")
+        if not deep_linking:
+            launch.set_resource_link_claim(f"link-{uuid.uuid4().hex[:8]}", title="Lab")
+        custom = dict(custom or {})
+        if netid is not None:
+            custom["netid"] = netid
+        launch.set_custom_parameters_claim(custom)
+        if deep_linking:
+            launch.set_dl(f"{self.base}/deep-link-return", title="Add", accept_types={"ltiResourceLink"})
+        launch.set_extra_claims(claims)
+        launch.set_id_token_expiration(expires_in)
+        form = launch.lti_launch()
+        return form.pop("launch_url"), form
+
+    def deep_link_items(self, jwt: str, tool_jwks: dict) -> list[dict]:
+        """The content items of the tool's signed deep-linking response (its signature checked)."""
+        self.registration.set_tool_key_set(tool_jwks)
+        return _Config(registration=self.registration).validate_deeplinking_resp({"JWT": jwt})
+
+
+def resigned(platform: Platform, id_token: str, **changes) -> str:
+    """The same id_token with `changes` made, signed again with the platform's real key."""
+    import jwt
+
+    body = jwt.decode(id_token, options={"verify_signature": False})
+    body.update(changes)
+    return jwt.encode(body, platform.private_key, algorithm="RS256", headers={"kid": platform.registration.get_kid()})
+
+
+def tampered(id_token: str, **changes) -> str:
+    """The same id_token with `changes` made to its body and its signature left as it was."""
+    import base64
+
+    header, body, signature = id_token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    claims.update(changes)
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return f"{header}.{body}.{signature}"

@@ -36,7 +36,7 @@ class LaunchRefused(Exception):
     cookie_missing: bool = False
 
 
-def _storage() -> DjangoCacheDataStorage:
+def storage() -> DjangoCacheDataStorage:
     return DjangoCacheDataStorage(cache_name=CACHE)
 
 
@@ -50,7 +50,7 @@ def login_redirect(request: HttpRequest, registration_uuid) -> HttpResponse:
     target = params.get("target_link_uri")
     if not target:
         raise LaunchRefused(400, "The LMS did not say which page to open (no target_link_uri).")
-    login = DjangoOIDCLogin(request, DjangoToolConfig(registration_uuid), launch_data_storage=_storage())
+    login = DjangoOIDCLogin(request, DjangoToolConfig(registration_uuid), launch_data_storage=storage())
     try:
         return login.redirect(target)
     except (LtiException, OIDCException) as error:
@@ -68,7 +68,7 @@ class _Launch(DjangoMessageLaunch):
 def launch_validate(request: HttpRequest) -> LtiLaunch:
     """The verified launch of this request, its nonce used up, its deployment active; or LaunchRefused."""
     tool_config = DjangoToolConfig()
-    message_launch = _Launch(request, tool_config, launch_data_storage=_storage())
+    message_launch = _Launch(request, tool_config, launch_data_storage=storage())
     try:
         message_launch.validate()
     except LtiException as error:

@@ -31,6 +31,7 @@ SESSION_LINK = "lms_link_context"
 SESSION_DEEP_LINK = "lms_deep_link_launch"
 ASSIGNMENT_CLAIM = "labqueue_assignment"
 CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
+DEEP_LINKING_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 SIGN_IN_BACKEND = "allauth.account.auth_backends.AuthenticationBackend"  # as a campus (SSO) sign-in
 
 
@@ -99,21 +100,29 @@ def course_link(request: HttpRequest) -> HttpResponse:
     return render(request, "lms/course_link.html", {"context": context, "courses": courses, "chosen": chosen})
 
 
+def _deep_link_launch(request: HttpRequest) -> DjangoMessageLaunch | None:
+    """The deep-linking launch this session came from (kept in the shared cache by pylti1p3), or None."""
+    try:
+        message_launch = DjangoMessageLaunch.from_cache(
+            request.session.get(SESSION_DEEP_LINK, ""),
+            request,
+            DjangoToolConfig(),
+            launch_data_storage=launches.storage(),
+        )
+    except LtiException:
+        return None
+    return message_launch if message_launch.is_deep_link_launch() else None
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def deep_link(request: HttpRequest) -> HttpResponse:
     """The LMS's "add external tool" dialog: the instructor picks an assignment, the LMS gets a signed link."""
-    launch_id = request.session.get(SESSION_DEEP_LINK, "")
-    try:
-        message_launch = DjangoMessageLaunch.from_cache(
-            launch_id, request, DjangoToolConfig(), launch_data_storage=launches._storage()
-        )
-    except LtiException:
-        message_launch = None
-    if message_launch is None or not message_launch.is_deep_link_launch():
+    message_launch = _deep_link_launch(request)
+    if message_launch is None:
         return _refused(request, launches.LaunchRefused(400, "This page is opened from the LMS's tool dialog."))
     course = selectors.course_linked(context=LtiLaunch(message_launch).context)
-    assignments = course.assignments.all() if course else []
+    assignments = list(course.assignments.all()) if course else []
     chosen = next((a for a in assignments if str(a.uuid) == request.POST.get("assignment")), None)
     if request.method == "POST" and chosen is not None:
         resource = (
@@ -122,11 +131,11 @@ def deep_link(request: HttpRequest) -> HttpResponse:
             .set_title(chosen.title)
             .set_custom_params({ASSIGNMENT_CLAIM: str(chosen.uuid)})
         )
-        deep_link = message_launch.get_deep_link()
+        settings_claim = message_launch.get_launch_data()[DEEP_LINKING_SETTINGS]
         request.session.pop(SESSION_DEEP_LINK, None)
         context = {
-            "jwt": deep_link.get_response_jwt([resource]),
-            "return_url": deep_link._deep_link_settings["deep_link_return_url"],
+            "jwt": message_launch.get_deep_link().get_response_jwt([resource]),
+            "return_url": settings_claim["deep_link_return_url"],
         }
         return render(request, "lms/deep_link_return.html", context)
     return render(request, "lms/deep_link.html", {"course": course, "assignments": assignments})

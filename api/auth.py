@@ -61,7 +61,7 @@ def rate_check(token: PersonalToken) -> None:
     """Count one request in the token's current minute; RateLimited past the limit. While Redis does not answer
     nothing is counted and the request goes on (the API stays up with the broker down; docs/security.md)."""
     window = int(time.time() // 60)
-    key = f"labqueue:api:rate:{token.pk}:{window}"
+    key = f"labqueue:api:rate:{token.uuid}:{window}"
     try:
         pipe = _redis().pipeline()
         pipe.incr(key)

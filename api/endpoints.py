@@ -7,6 +7,7 @@ import csv
 import io
 import os
 from datetime import datetime
+from typing import Annotated
 from uuid import UUID
 
 from django.conf import settings
@@ -14,8 +15,9 @@ from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.utils.http import content_disposition_header
-from ninja import NinjaAPI, Query, Schema
+from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError
+from pydantic import StringConstraints
 
 from api import problems
 from api.auth import Caller, SessionCsrfAuth, TokenAuth
@@ -61,7 +63,12 @@ problems.install(api)
 
 
 def _errors(*codes: int) -> dict:
-    return {code: problems.Problem for code in (401, 429, *codes)}
+    """The problem documents an operation may answer: 401 and 429 anywhere, 422 for a malformed request."""
+    return {code: problems.Problem for code in (401, 422, 429, *codes)}
+
+
+#: A course's or assignment's short name, as in the pages' addresses (<slug:...>).
+Slug = Annotated[str, StringConstraints(pattern=r"^[-a-zA-Z0-9_]+$", max_length=50)]
 
 
 class PageQuery(Schema):
@@ -127,7 +134,7 @@ class AssignmentPage(Schema):
 
 
 @api.get("/courses/{slug}/assignments", response={200: AssignmentPage, **_errors(400, 403, 404)}, summary="A course's")
-def assignments(request: HttpRequest, slug: str, query: Query[PageQuery]):
+def assignments(request: HttpRequest, slug: Slug, query: Query[PageQuery]):
     caller = Caller.of(request)
     caller.require_course(Scope.READ_COURSES, slug)
     course, _ = course_get_for_user(user=caller.user, slug=slug)
@@ -190,7 +197,7 @@ def _job(job: Job) -> dict:
 
 
 class JobListQuery(PageQuery):
-    course: str = ""
+    course: Slug | None = None
 
 
 @api.get("/jobs", response={200: JobPage, **_errors(400, 403, 404)}, summary="My jobs, or a course's (staff)")
@@ -248,7 +255,7 @@ def _form_value(value) -> str:
     response={201: JobOut, **_errors(403, 404, 422)},
     summary="Submit a job",
 )
-def job_create(request: HttpRequest, slug: str, assignment_slug: str, body: JobRequest):
+def job_create(request: HttpRequest, slug: Slug, assignment_slug: Slug, body: JobRequest):
     caller = Caller.of(request)
     caller.require_course(Scope.JOBS_SUBMIT, slug)
     course, _ = course_get_for_user(user=caller.user, slug=slug)
@@ -264,7 +271,7 @@ def job_create(request: HttpRequest, slug: str, assignment_slug: str, body: JobR
     _valid(form)
     key = submission_key(body.submission_key)
     created = job_submit(user=caller.user, submission_key=key, assignment=assignment, **form.job_request())
-    return 201, _job(created)
+    return Status(201, _job(created))
 
 
 def _valid(form) -> None:
@@ -309,7 +316,7 @@ def retry(request: HttpRequest, job_uuid: UUID, body: RetryRequest | None = None
         form = RetryForm({**found.resources, **asked}, job=found)
         _valid(form)
         resources = form.cleaned_data["resources"]
-    return 201, _job(job_retry(job=found, actor=caller.user, resources=resources))
+    return Status(201, _job(job_retry(job=found, actor=caller.user, resources=resources)))
 
 
 # --- a job's files ---
@@ -414,7 +421,7 @@ class GradebookQuery(Schema):
     },
     summary="An assignment's gradebook (course staff)",
 )
-def gradebook(request: HttpRequest, slug: str, assignment_slug: str, query: Query[GradebookQuery]):
+def gradebook(request: HttpRequest, slug: Slug, assignment_slug: Slug, query: Query[GradebookQuery]):
     caller = Caller.of(request)
     caller.require_course(Scope.READ_GRADEBOOK, slug)
     course, _ = course_get_for_user(user=caller.user, slug=slug, roles=STAFF_ROLES)

@@ -7,6 +7,7 @@ import pytest
 
 from api.models import Scope
 from api.services import token_create
+from tests.jobs.conftest import finished_job  # noqa: F401 (a fixture)
 
 EVERY_SCOPE = [scope.value for scope in Scope]
 
@@ -24,9 +25,9 @@ def token_for(db):
 def call(client, method: str, url: str, token: str = "", body: dict | None = None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     send = getattr(client, method.lower())
-    if body is None:
+    if body is None and method.lower() == "get":
         return send(url, headers=headers)
-    return send(url, data=json.dumps(body), content_type="application/json", headers=headers)
+    return send(url, data=json.dumps(body or {}), content_type="application/json", headers=headers)
 
 
 def problem(response) -> dict:

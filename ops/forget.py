@@ -12,8 +12,8 @@ What stays is what the course and the cluster's accounting need, under a pseudon
 
 What goes: their jobs' files (job directories, removed as the person through the job-directory helper, and
 staged uploads), their sessions (signed out everywhere) and the uploads those sessions kept, their campus
-sign-in links (social accounts) and e-mail addresses, their enrollments (they left every course; their usage
-then shows as "not a student of this course"), their group memberships and permissions.
+sign-in links (social accounts) and e-mail addresses, their API tokens, their enrollments (they left every
+course; their usage then shows as "not a student of this course"), their group memberships and permissions.
 
 Slurm is not changed: the association of their netid on each course account is then an association the portal
 does not know, listed as "left alone" on the association drift page for the operators to remove (sacctmgr), and
@@ -38,6 +38,7 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from api.models import PersonalToken
 from clusterpolicy.models import AssociationRun
 from courses.models import Enrollment
 from jobs.models import TERMINAL, Job, JobEvent, JobNote
@@ -70,6 +71,7 @@ class ForgetReport:
     sessions: int = 0
     social_accounts: int = 0
     email_addresses: int = 0
+    api_tokens: int = 0
 
     @property
     def failed(self) -> list[FilesRemoval]:
@@ -121,6 +123,7 @@ def _counted(user, netid: str) -> ForgetReport:
         sessions=len(_sessions_of(user)),
         social_accounts=SocialAccount.objects.filter(user=user).count(),
         email_addresses=EmailAddress.objects.filter(user=user).count(),
+        api_tokens=PersonalToken.objects.filter(owner=user).count(),
     )
 
 
@@ -157,6 +160,7 @@ def _anonymise(user, netid: str, name: str) -> None:
         session.delete()
     SocialAccount.objects.filter(user=user).delete()
     EmailAddress.objects.filter(user=user).delete()
+    PersonalToken.objects.filter(owner=user).delete()  # a script holding one is refused from now on
     LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(user), object_id=str(user.pk)).update(
         object_repr=name
     )

@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import setup_logging, task_postrun, task_prerun
+from celery.signals import after_task_publish, setup_logging, task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -23,6 +23,15 @@ def _logging_from_settings(**kwargs) -> None:
 
     dictConfig(settings.LOGGING)
     logging.captureWarnings(True)  # Celery's start-up warnings too: one format for every line
+
+
+@after_task_publish.connect
+def _broker_reached(**kwargs) -> None:
+    """A message went through the broker (beat's schedule, a task enqueued): a broker outage this process
+    logged is over, and the log says so once (portal.logs.BrokerOutageFilter)."""
+    from portal.logs import broker_reached
+
+    broker_reached()
 
 
 @task_prerun.connect

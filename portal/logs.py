@@ -4,12 +4,18 @@ The request id comes from RequestIdMiddleware (the proxy's X-Request-ID when it 
 new one; sent back in the response), the job from `job_logging` around worker code that handles one job.
 ContextFilter puts both on every record; JsonLinesFormatter writes one JSON object per line (time in UTC,
 ISO 8601), TextFormatter the same fields for a terminal. settings.LOGGING wires them (LABQUEUE_LOG_FORMAT).
+
+Every ERROR is a real fault: RefusalFilter keeps a 403 or 404 to one line (django.request), and
+BrokerOutageFilter turns what Celery and kombu log while the broker is down (tracebacks, a retry line every few
+seconds) into one WARNING when it goes and one INFO when it is back.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
+import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +24,10 @@ from datetime import UTC, datetime
 
 from django.core.signals import request_finished
 from django.http import HttpRequest, HttpResponse
+from kombu.exceptions import OperationalError as KombuOperationalError
 from pythonjsonlogger.json import JsonFormatter
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 REQUEST_ID_HEADER = "X-Request-ID"
 #: An incoming id is kept only when it is a short token: it goes into every log line and back to the client.
@@ -107,3 +116,112 @@ class TextFormatter(logging.Formatter):
             return text
         first, newline, rest = text.partition("\n")
         return f"{first} [{context}]{newline}{rest}"
+
+
+class RefusalFilter(logging.Filter):
+    """django.request: a 4xx answer (a refused permission, a page that is not there) is the portal working as
+    designed, so its record is one line without the exception's traceback. A 5xx keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", 500) < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+#: Errors that mean "the broker (Redis) did not answer", wherever in an exception's chain they appear.
+BROKER_ERRORS = (KombuOperationalError, RedisConnectionError, RedisTimeoutError, ConnectionError)
+#: The loggers where Celery and kombu report the broker's connection: a task's own errors are not among them.
+BROKER_LOGGERS = ("celery.beat", "celery.bootsteps", "celery.worker.consumer", "celery.worker.pidbox", "kombu")
+#: Celery's reconnect loop and its one-time warning on a lost connection, logged without an exception.
+BROKER_RETRY_MESSAGES = ("consumer: Cannot connect to", "consumer: Connection to broker lost")
+BROKER_LOSS_WARNING = "worker_cancel_long_running_tasks_on_connection_loss"
+
+
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _raised_in_broker_client(error: BaseException) -> bool:
+    """kombu's Redis channel pool lost its connections under it ("pop from empty list")."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return isinstance(error, IndexError) and bool(frames) and "/kombu/" in frames[-1].filename
+
+
+def broker_lost(record: logging.LogRecord) -> bool:
+    """The record reports that the broker went away (and nothing else)."""
+    if record.name == "py.warnings":
+        return BROKER_LOSS_WARNING in record.getMessage()
+    if not record.name.startswith(BROKER_LOGGERS):
+        return False
+    if record.getMessage().startswith(BROKER_RETRY_MESSAGES):
+        return True
+    error = record.exc_info[1] if record.exc_info else None
+    return any(isinstance(link, BROKER_ERRORS) or _raised_in_broker_client(link) for link in _chain(error))
+
+
+def _summary(record: logging.LogRecord) -> str:
+    error = record.exc_info[1] if record.exc_info else None
+    causes = [link for link in _chain(error) if isinstance(link, BROKER_ERRORS)]
+    if causes:
+        return str(causes[-1]).strip().rstrip(".")
+    if record.name == "py.warnings" or "Connection to broker lost" in record.getMessage():
+        return "the connection was lost"
+    return record.getMessage().splitlines()[0].strip().rstrip(".")
+
+
+class BrokerOutage:
+    """Whether this process has lost the broker, so that an outage is told once when it starts and once when
+    it ends, whatever Celery logs in between (a retry every few seconds, beat's failed sends)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def begin(self) -> bool:
+        """The broker is gone: True only for the first report of this outage."""
+        if self.since is not None:
+            return False
+        self.since = time.monotonic()
+        return True
+
+    def end(self) -> float | None:
+        """The broker answers: how long it was gone, or None when it was not."""
+        since, self.since = self.since, None
+        return None if since is None else time.monotonic() - since
+
+
+broker_outage = BrokerOutage()
+broker_log = logging.getLogger("portal.broker")
+
+
+class BrokerOutageFilter(logging.Filter):
+    """Worker and beat (a handler filter, so it sees every logger): the tracebacks and retry lines Celery and
+    kombu write while the broker is down become one WARNING when it goes, and its return one INFO line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if broker_lost(record):
+            if not broker_outage.begin():
+                return False
+            _rewrite(record, logging.WARNING, f"The broker (Redis) does not answer: {_summary(record)}. Retrying.")
+        elif record.name == "celery.worker.consumer.connection" and (seconds := broker_outage.end()) is not None:
+            _rewrite(
+                record, logging.INFO, f"The broker (Redis) answers again after {seconds:.0f} s: {record.getMessage()}"
+            )
+        return True
+
+
+def broker_reached() -> None:
+    """Something was sent through the broker (beat's schedule, a task enqueued): an outage, if any, is over."""
+    seconds = broker_outage.end()
+    if seconds is not None:
+        broker_log.info("The broker (Redis) answers again after %.0f s.", seconds)
+
+
+def _rewrite(record: logging.LogRecord, level: int, message: str) -> None:
+    record.levelno, record.levelname = level, logging.getLevelName(level)
+    record.msg, record.args = message, ()
+    record.exc_info = record.exc_text = record.stack_info = None

@@ -472,14 +472,25 @@ if LABQUEUE_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "portal.logs.ContextFilter"}},
+    "filters": {
+        "context": {"()": "portal.logs.ContextFilter"},
+        # A 403 or 404 is one line without a traceback; a 500 keeps its traceback at ERROR.
+        "refusal": {"()": "portal.logs.RefusalFilter"},
+        # A broker (Redis) outage is one WARNING when it starts and one INFO when it ends, not a traceback a cycle.
+        "broker_outage": {"()": "portal.logs.BrokerOutageFilter"},
+    },
     "formatters": {
         "json": {"()": "portal.logs.JsonLinesFormatter"},
         "text": {"()": "portal.logs.TextFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": LABQUEUE_LOG_FORMAT, "filters": ["context"]},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LABQUEUE_LOG_FORMAT,
+            "filters": ["context", "broker_outage"],
+        },
     },
+    "loggers": {"django.request": {"filters": ["refusal"]}},
     "root": {"handlers": ["console"], "level": LABQUEUE_LOG_LEVEL},
 }
 

@@ -95,21 +95,24 @@ def _plain(library_message: str) -> str:
     return f"The launch could not be verified: {why}."
 
 
-def campus_identity(launch: LtiLaunch) -> str:
-    """The netid the registration's identity claim carries (lowercased), or "" when it has none."""
-    identity = getattr(launch.registration, "identity", None)
-    if identity is None:
-        return ""
-    claim, _, key = identity.claim.partition("#")
-    value = launch.get_claim(claim)
+def claim_value(data: dict, claim: str) -> str:
+    """The netid a claim path (``claim`` or ``claim#key``) names in `data` (lowercased), or "" without one."""
+    name, _, key = claim.partition("#")
+    value = data.get(name)
     if key:
         value = value.get(key) if isinstance(value, dict) else None
     return value.strip().lower() if isinstance(value, str) else ""
 
 
-def course_role(launch: LtiLaunch) -> str | None:
-    """The LabQueue course role the launch's context roles stand for (never staff rights), or None."""
-    roles = {normalize_role(role) for role in launch.roles_claim or []}
+def campus_identity(launch: LtiLaunch) -> str:
+    """The netid the registration's identity claim carries, or "" when it has none."""
+    identity = getattr(launch.registration, "identity", None)
+    return claim_value(launch.get_launch_data(), identity.claim) if identity else ""
+
+
+def course_role(roles: list[str] | None) -> str | None:
+    """The LabQueue course role that LTI context roles stand for (never staff rights), or None."""
+    roles = {normalize_role(role) for role in roles or []}
     if TEACHING_ASSISTANT in roles:
         return Role.TA
     if f"{ROLE_PREFIX}#Instructor" in roles:

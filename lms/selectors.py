@@ -26,3 +26,8 @@ def assignment_for_link(*, course: Course, assignment_uuid: str) -> Assignment |
         return Assignment.objects.filter(course=course, uuid=assignment_uuid).first()
     except ValidationError:  # not a UUID
         return None
+
+
+def contexts_with_members(*, course: Course) -> list[LtiContext]:
+    """The LMS courses linked to `course` whose launches gave a member list URL (NRPS)."""
+    return list(LtiContext.objects.filter(course_link__course=course).exclude(memberships_url=""))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from lti_tool.models import LtiContext, LtiDeployment, LtiRegistration
+from lti_tool.models import LtiContext, LtiDeployment, LtiRegistration, LtiUser
 
 from courses.models import Course, Enrollment, Role
 from courses.services import enrollment_set
@@ -35,6 +35,12 @@ def person_for_netid(*, netid: str):
     if person.is_staff or person.is_superuser:
         raise PermissionDenied("Accounts with operator rights sign in through LabQueue's own sign-in page.")
     return person
+
+
+def lti_user_link(*, lti_user: LtiUser, person) -> None:
+    """Remember who a verified launch's LMS user (its `sub`) is, for roster syncs whose members carry no netid."""
+    if lti_user.auth_user_id != person.pk:
+        LtiUser.objects.filter(pk=lti_user.pk).update(auth_user=person)
 
 
 @transaction.atomic

@@ -13,4 +13,5 @@ urlpatterns = [
     path("link-course/", views.course_link, name="course-link"),
     path("deep-link/", views.deep_link, name="deep-link"),
     path("setup/", views.tool_setup, name="tool-setup"),
+    path("courses/<slug:slug>/roster/", views.roster_sync, name="roster-sync"),
 ]

@@ -25,7 +25,10 @@ from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.exception import LtiException
 
 from courses.models import STAFF_ROLES, Role
-from lms import launches, selectors, services
+from courses.roster import roster_plan
+from courses.selectors import course_get_for_user, roster_current
+from courses.services import roster_confirm
+from lms import launches, roster, selectors, services
 
 SESSION_LINK = "lms_link_context"
 SESSION_DEEP_LINK = "lms_deep_link_launch"
@@ -60,7 +63,8 @@ def launch(request: HttpRequest) -> HttpResponse:
     except PermissionDenied as denied:
         return _refused(request, launches.LaunchRefused(403, str(denied)))
     login(request, person, backend=SIGN_IN_BACKEND)
-    role = launches.course_role(lti_launch)
+    services.lti_user_link(lti_user=lti_launch.user, person=person)
+    role = launches.course_role(lti_launch.roles_claim)
     course = selectors.course_linked(context=lti_launch.context)
     if course is None:
         if role == Role.INSTRUCTOR:
@@ -139,6 +143,43 @@ def deep_link(request: HttpRequest) -> HttpResponse:
         }
         return render(request, "lms/deep_link_return.html", context)
     return render(request, "lms/deep_link.html", {"course": course, "assignments": assignments})
+
+
+ROSTER_OUTCOMES = {
+    "applied": (messages.SUCCESS, "Roster from the LMS applied."),
+    "in place": (messages.INFO, "The course's roster already matches the LMS: nothing to change."),
+    "changed": (messages.ERROR, "The LMS or the course changed since the preview. Check this preview again."),
+}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def roster_sync(request: HttpRequest, slug: str) -> HttpResponse:
+    """The roster from the linked LMS course: a preview (the CSV import's), then exactly that preview applied."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
+    contexts = selectors.contexts_with_members(course=course)
+    if len(contexts) != 1:
+        return render(request, "lms/roster_sync.html", {"course": course, "contexts": contexts}, status=409)
+    keep = frozenset({request.user.netid} - {None})
+    try:
+        text, left_out = roster.roster_csv(contexts[0], roster.members_fetch(contexts[0]))
+    except roster.LmsUnavailable as error:
+        return render(request, "lms/roster_sync.html", {"course": course, "error": str(error)}, status=502)
+    if request.method == "POST":
+        try:
+            outcome, plan = roster_confirm(
+                course=course, text=text, digest=request.POST.get("digest", ""), keep=keep, actor=request.user
+            )
+        except ValidationError as error:
+            outcome, plan = "changed", roster_plan(text, roster_current(course=course), keep=keep)
+            messages.error(request, " ".join(error.messages))
+        messages.add_message(request, *ROSTER_OUTCOMES[outcome])
+        if outcome != "changed":
+            return redirect("courses:course-detail", slug=course.slug)
+    else:
+        plan = roster_plan(text, roster_current(course=course), keep=keep)
+    context = {"course": course, "plan": plan, "left_out": left_out, "lms_course": contexts[0]}
+    return render(request, "lms/roster_sync.html", context, status=400 if not plan.ok else 200)
 
 
 @staff_member_required

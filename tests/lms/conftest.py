@@ -3,6 +3,7 @@
 from urllib.parse import urlsplit
 
 import pytest
+from django.core.cache import caches
 from lti_tool.models import Key
 
 from lms.services import registration_save
@@ -11,6 +12,7 @@ from tests.lms.platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, NETID_CLAIM, Pl
 
 @pytest.fixture
 def platform(db):
+    caches["lti"].clear()  # the Redis db of this test run: nonces, launches, access tokens of earlier tests
     Key.objects.generate()
     with Platform() as running:
         registration_save(

@@ -16,11 +16,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from lti1p3platform.exceptions import LtiServiceException
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.membership import Context
 from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request
+from lti1p3platform.service_connector import NamesRoleProvisioningService
 
 ISSUER = "https://lms.example.edu"
 CLIENT_ID = "labqueue-client"
@@ -66,6 +69,33 @@ class _ParamsRequest(Request):
         }
 
 
+class _HttpRequest(Request):
+    def build_metadata(self, handler: BaseHTTPRequestHandler) -> dict:
+        parts = urlsplit(handler.path)
+        return {
+            "method": handler.command,
+            "get_data": dict(parse_qsl(parts.query)),
+            "form_data": {},
+            "headers": dict(handler.headers),
+            "content_type": None,
+            "path": parts.path,
+            "json": None,
+        }
+
+
+class _Members(NamesRoleProvisioningService):
+    members: list[dict] = []
+
+    def get_member_data_page(self, **query) -> dict:
+        return {"content": [dict(member) for member in self.members], "has_next": False, "next": None}
+
+    def get_context_by_id(self) -> Context:
+        return Context(id="lms-course-1", label="LMS 1", title="Course lms-course-1")
+
+    def is_resource_link_valid(self, context_id: str, resource_link_id: str) -> bool:
+        return True
+
+
 class _Launch(LTIAdvantageMessageLaunchAbstract):
     def render_launch_form(self, launch_data: dict, **kwargs) -> dict:
         return launch_data
@@ -96,18 +126,40 @@ class Platform:
             .set_platform_public_key(_public_key_pem(self.private_key))
         )
         self.allowed_redirects = {f"{portal_base}/lms/launch/"}
+        self.members: list[dict] = []  # the course's members, as NRPS gives them
+        self.requests: list[str] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def _handler(self):
-        jwks = json.dumps({"keys": self.registration.get_jwks()}).encode()
+        platform = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                self.send_response(200 if self.path == "/jwks" else 404)
+            def _answer(self, status: int, body: object) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                self.wfile.write(jwks if self.path == "/jwks" else b"{}")
+                self.wfile.write(json.dumps(body).encode())
+
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                if self.path == "/jwks":
+                    return self._answer(200, {"keys": platform.registration.get_jwks()})
+                if not self.path.startswith("/memberships"):
+                    return self._answer(404, {})
+                service = _Members(_HttpRequest(self), _Config(registration=platform.registration), platform.nrps_url)
+                service.members = platform.members
+                try:
+                    response = service.handle_get_members()
+                except LtiServiceException as error:
+                    return self._answer(error.status_code, {"error": str(error)})
+                platform.requests.append(self.path)
+                self._answer(response.code, response.result)
+
+            def do_POST(self) -> None:  # noqa: N802
+                form = dict(parse_qsl(self.rfile.read(int(self.headers["Content-Length"])).decode()))
+                if self.path != "/token":
+                    return self._answer(404, {})
+                self._answer(200, _Config(registration=platform.registration).get_access_token(form))
 
             def log_message(self, *args) -> None:
                 pass
@@ -125,6 +177,14 @@ class Platform:
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def nrps_url(self) -> str:
+        return f"{self.base}/memberships"
+
+    def trust_tool(self, tool_jwks: dict) -> None:
+        """The tool's public keys, as an LMS administrator pastes them or the platform fetches them."""
+        self.registration.set_tool_key_set(tool_jwks)
 
     def login_initiation_url(self, login_hint: str) -> str:
         login = _Login(None, _Config(registration=self.registration))
@@ -157,6 +217,7 @@ class Platform:
         launch.set_custom_parameters_claim(custom)
         if deep_linking:
             launch.set_dl(f"{self.base}/deep-link-return", title="Add", accept_types={"ltiResourceLink"})
+        launch.set_nrps(self.nrps_url)
         launch.set_extra_claims(claims)
         launch.set_id_token_expiration(expires_in)
         form = launch.lti_launch()
@@ -164,7 +225,7 @@ class Platform:
 
     def deep_link_items(self, jwt: str, tool_jwks: dict) -> list[dict]:
         """The content items of the tool's signed deep-linking response (its signature checked)."""
-        self.registration.set_tool_key_set(tool_jwks)
+        self.trust_tool(tool_jwks)
         return _Config(registration=self.registration).validate_deeplinking_resp({"JWT": jwt})
 
 

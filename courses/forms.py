@@ -322,6 +322,34 @@ WEEKDAYS = [
 ]
 
 
+#: What each policy field is called in Slurm, shown under the field's plain help for those who know Slurm
+#: (templates/courses/_field.html); instructors read the plain words. Operators' pages use the terms directly.
+POLICY_SLURM_TERMS = {
+    "max_gpus_per_job": "MaxTRES=gres/gpu (per job)",
+    "max_cpus_per_job": "MaxTRES=cpu (per job)",
+    "max_mem_mb_per_job": "MaxTRES=mem (per job)",
+    "max_minutes_per_job": "MaxWall",
+    "max_running_jobs_per_student": "MaxJobs",
+    "max_queued_jobs_per_student": "MaxSubmitJobs",
+    "gpu_hours_per_student": "GrpTRESMins=gres/gpu (minutes)",
+    "max_gpus_course": "GrpTRES=gres/gpu on the course's account",
+    "partition": "--partition",
+    "qos": "--qos",
+}
+LAB_GPUS_HELP = "Used instead of nodes where the cluster can reserve single GPUs."
+LAB_SLURM_TERMS = {
+    "nodes": "reservation Nodes=<node names>",
+    "gpus": "reservation TRES=gres/gpu (Slurm 23.11 or later)",
+}
+
+
+def slurm_terms_set(form: forms.BaseForm, terms: dict[str, str]) -> None:
+    """Give each named field of `form` its Slurm term (`field.field.slurm_term` in templates)."""
+    for name, term in terms.items():
+        if name in form.fields:
+            form.fields[name].slurm_term = term
+
+
 class LabSeriesForm(forms.Form):
     """A weekly lab: weekday, time and length, from one date to another, some dates skipped."""
 
@@ -336,7 +364,11 @@ class LabSeriesForm(forms.Form):
         help_text="Dates without a lab, e.g. holidays: 2027-03-16, 2027-03-23.",
     )
     nodes = forms.IntegerField(label="GPU nodes", min_value=1, initial=1)
-    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False)
+    gpus = forms.IntegerField(label="GPUs", min_value=1, required=False, help_text=LAB_GPUS_HELP)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        slurm_terms_set(self, LAB_SLURM_TERMS)
 
     def clean_skip(self) -> frozenset[date]:
         days = set()
@@ -431,6 +463,7 @@ class CoursePolicyForm(forms.ModelForm):
         self.fields["qos"].help_text = f"Allowed: {', '.join(ceilings.qos) or 'none'}; empty: the site's default."
         allowed = ", ".join(ceilings.partitions) or "none"
         self.fields["partition"].help_text = f"Allowed: {allowed}; empty: the cluster's default."
+        slurm_terms_set(self, POLICY_SLURM_TERMS)
 
     def clean(self) -> dict:
         data = super().clean()
@@ -459,8 +492,12 @@ class LabSessionForm(forms.Form):
         label="GPUs",
         min_value=1,
         required=False,
-        help_text="Used instead of nodes where Slurm can reserve GPUs by count (23.11+).",
+        help_text=LAB_GPUS_HELP,
     )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        slurm_terms_set(self, LAB_SLURM_TERMS)
 
     def clean(self) -> dict:
         data = super().clean()

@@ -28,22 +28,22 @@ class Course(models.Model):
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="Jobs one student may have running at once; more wait in the queue (Slurm MaxJobs).",
+        help_text="Jobs one student may have running at once; more wait in the queue.",
     )
     max_queued_jobs_per_student = models.PositiveSmallIntegerField(
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="Jobs one student may have waiting or running at once; more are refused (Slurm MaxSubmitJobs).",
+        help_text="Jobs one student may have waiting or running at once; more are refused.",
     )
     gpu_hours_per_student = models.PositiveIntegerField(
-        null=True, blank=True, help_text="GPU-hours each student may use this term (Slurm GrpTRESMins on gres/gpu)."
+        null=True, blank=True, help_text="GPU-hours each student may use this term."
     )
     max_gpus_course = models.PositiveSmallIntegerField(
         null=True,
         blank=True,
         validators=[MinValueValidator(1)],
-        help_text="GPUs the whole course may use at once (Slurm GrpTRES on the account).",
+        help_text="GPUs the whole course may use at once.",
     )
     qos = models.CharField(
         max_length=64,

@@ -37,6 +37,7 @@ import slurm
 from courses.scripting import Resources, render_script
 from jobs import files
 from jobs.models import CHECK_ACTIVE_IN_SLURM, CHECK_TRANSITIONS, CheckRun, CheckStatus, Job, Status
+from jobs.signals import check_finished
 from jobs.workdir import WorkdirError, WorkdirUnavailable, workdir_submit
 from portal.celery import app
 from portal.identity import netid_refusal
@@ -252,7 +253,8 @@ def checks_finish(runs: list[CheckRun], records: dict[str, slurm.AcctRecord]) ->
             continue
         fields = {"slurm_state": record.state, "ended_at": record.end or timezone.now()}
         if outcome == states.OUTCOME_COMPLETED:
-            _move(run, CheckStatus.DONE, **fields, **_results(run))
+            if _move(run, CheckStatus.DONE, **fields, **_results(run)):
+                check_finished.send_robust(sender=CheckRun, check_run=run)  # a listener never stops the sync
         else:
             _move(run, CheckStatus.FAILED, **fields, message=_why_not_finished(record))
 

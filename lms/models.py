@@ -33,3 +33,31 @@ class CourseLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.context} -> {self.course}"
+
+
+class ScoreStatus(models.TextChoices):
+    SENT = "sent", "Sent"
+    FAILED = "failed", "The LMS did not take it"
+    NOT_SENT = "not_sent", "Not sent"
+
+
+class ScorePost(models.Model):
+    """A student's gradebook score of an assignment as last sent to one LMS course (AGS), and what it answered."""
+
+    user = models.ForeignKey("portal.User", on_delete=models.CASCADE, related_name="lms_scores")
+    assignment = models.ForeignKey("courses.Assignment", on_delete=models.CASCADE, related_name="lms_scores")
+    context = models.ForeignKey(LtiContext, on_delete=models.CASCADE, related_name="score_posts")
+    status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.NOT_SENT)
+    score = models.DecimalField(max_digits=9, decimal_places=2, null=True, blank=True)
+    max_score = models.DecimalField(max_digits=9, decimal_places=2, null=True, blank=True)
+    answer = models.TextField(blank=True, help_text="Why it was not sent, or what the LMS answered.")
+    sent_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "assignment", "context"], name="one_score_post_per_lms_course")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.assignment}: {self.status}"

@@ -23,7 +23,8 @@ from lti1p3platform.message_launch import LTIAdvantageMessageLaunchAbstract
 from lti1p3platform.oidc_login import OIDCLoginAbstract
 from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request
-from lti1p3platform.service_connector import NamesRoleProvisioningService
+from lti1p3platform.score import UpdateScoreStatus
+from lti1p3platform.service_connector import AssignmentsGradesService, NamesRoleProvisioningService
 
 ISSUER = "https://lms.example.edu"
 CLIENT_ID = "labqueue-client"
@@ -72,15 +73,48 @@ class _ParamsRequest(Request):
 class _HttpRequest(Request):
     def build_metadata(self, handler: BaseHTTPRequestHandler) -> dict:
         parts = urlsplit(handler.path)
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
         return {
             "method": handler.command,
             "get_data": dict(parse_qsl(parts.query)),
             "form_data": {},
             "headers": dict(handler.headers),
-            "content_type": None,
+            "content_type": handler.headers.get("Content-Type"),
             "path": parts.path,
-            "json": None,
+            "json": json.loads(body) if body and "json" in handler.headers.get("Content-Type", "") else None,
         }
+
+
+class _Grades(AssignmentsGradesService):
+    """The platform's gradebook: line items and the scores posted into them (Platform.line_items, .scores)."""
+
+    platform: Platform
+
+    def find_lineitems(self, page=1, limit=None, line_item_id=None, resource_link_id=None, resource_id=None, tag=None):
+        items = [item for item in self.platform.line_items if resource_id in (None, item.get("resourceId"))]
+        return {"content": items, "has_next": False, "next": None}
+
+    def find_lineitem(self, line_item_id: str) -> dict:
+        return next(item for item in self.platform.line_items if item["id"].endswith(f"/{line_item_id}"))
+
+    def create_lineitem(self, creation_data: dict) -> dict:
+        item = {**creation_data, "id": f"{self.platform.base}/lineitems/{len(self.platform.line_items) + 1}"}
+        self.platform.line_items.append(item)
+        return item
+
+    def update_lineitem(self, update_data):
+        raise NotImplementedError
+
+    def delete_lineitem(self, line_item_id):
+        raise NotImplementedError
+
+    def get_results(self, line_item_id, page=1, limit=None, user_id=None):
+        raise NotImplementedError
+
+    def update_score(self, line_item_id: str, score: dict) -> UpdateScoreStatus:
+        self.platform.scores.append({"line_item": line_item_id, **score})
+        return UpdateScoreStatus.SUCCESS
 
 
 class _Members(NamesRoleProvisioningService):
@@ -128,6 +162,9 @@ class Platform:
         self.allowed_redirects = {f"{portal_base}/lms/launch/"}
         self.members: list[dict] = []  # the course's members, as NRPS gives them
         self.requests: list[str] = []
+        self.line_items: list[dict] = []  # the LMS gradebook's columns, and the scores posted into them
+        self.scores: list[dict] = []
+        self.scores_refused = 0  # answer this many score posts with 503 (an LMS having a bad minute)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -144,6 +181,8 @@ class Platform:
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 if self.path == "/jwks":
                     return self._answer(200, {"keys": platform.registration.get_jwks()})
+                if self.path.startswith("/lineitems"):
+                    return self._serve(platform.grades(self).handle_get_lineitems)
                 if not self.path.startswith("/memberships"):
                     return self._answer(404, {})
                 service = _Members(_HttpRequest(self), _Config(registration=platform.registration), platform.nrps_url)
@@ -155,7 +194,26 @@ class Platform:
                 platform.requests.append(self.path)
                 self._answer(response.code, response.result)
 
+            def _serve(self, handle, *args) -> None:
+                try:
+                    response = handle(*args)
+                except LtiServiceException as error:
+                    return self._answer(error.status_code, {"error": str(error)})
+                result = response.result
+                # A page of results is sent as its content alone (lti1p3platform's own framework glue does so).
+                self._answer(
+                    response.code, result["content"] if isinstance(result, dict) and "content" in result else result
+                )
+
             def do_POST(self) -> None:  # noqa: N802
+                if self.path == "/lineitems":
+                    return self._serve(platform.grades(self).handle_create_lineitem)
+                if self.path.startswith("/lineitems/") and self.path.endswith("/scores"):
+                    if platform.scores_refused:
+                        platform.scores_refused -= 1
+                        return self._answer(503, {"error": "The gradebook is busy"})
+                    line_item_id = self.path.split("/")[2]
+                    return self._serve(platform.grades(self).handle_update_score, line_item_id)
                 form = dict(parse_qsl(self.rfile.read(int(self.headers["Content-Length"])).decode()))
                 if self.path != "/token":
                     return self._answer(404, {})
@@ -177,6 +235,11 @@ class Platform:
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def grades(self, handler: BaseHTTPRequestHandler) -> _Grades:
+        service = _Grades(_HttpRequest(handler), _Config(registration=self.registration), f"{self.base}/lineitems")
+        service.platform = self
+        return service
 
     @property
     def nrps_url(self) -> str:
@@ -218,6 +281,7 @@ class Platform:
         if deep_linking:
             launch.set_dl(f"{self.base}/deep-link-return", title="Add", accept_types={"ltiResourceLink"})
         launch.set_nrps(self.nrps_url)
+        launch.set_ags(f"{self.base}/lineitems", allow_creating_lineitems=True)
         launch.set_extra_claims(claims)
         launch.set_id_token_expiration(expires_in)
         form = launch.lti_launch()

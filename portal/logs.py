@@ -147,9 +147,11 @@ def _chain(error: BaseException | None) -> Iterator[BaseException]:
 
 
 def _raised_in_broker_client(error: BaseException) -> bool:
-    """kombu's Redis channel pool lost its connections under it ("pop from empty list")."""
+    """kombu or redis-py failing inside its own code once the connection is gone: a channel pool left empty
+    ("pop from empty list"), a channel closed without its connection (an AttributeError on None)."""
     frames = traceback.extract_tb(error.__traceback__)
-    return isinstance(error, IndexError) and bool(frames) and "/kombu/" in frames[-1].filename
+    inside = bool(frames) and any(package in frames[-1].filename for package in ("/kombu/", "/redis/"))
+    return inside and isinstance(error, IndexError | AttributeError)
 
 
 def broker_lost(record: logging.LogRecord) -> bool:
@@ -160,6 +162,8 @@ def broker_lost(record: logging.LogRecord) -> bool:
         return False
     if record.getMessage().startswith(BROKER_RETRY_MESSAGES):
         return True
+    if record.name == "celery.bootsteps" and record.levelno >= logging.WARNING and broker_outage.since is not None:
+        return True  # "Error on restarting Gossip: ...": the worker's steps cannot stop cleanly without a broker
     error = record.exc_info[1] if record.exc_info else None
     return any(isinstance(link, BROKER_ERRORS) or _raised_in_broker_client(link) for link in _chain(error))
 

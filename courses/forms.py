@@ -459,7 +459,8 @@ class CoursePolicyForm(forms.ModelForm):
         self.ceilings = ceilings
         for field, (name, _) in CEILING_FIELDS.items():
             if (ceiling := getattr(ceilings, name)) is not None:
-                self.fields[field].help_text = f"At most {ceiling} (ceiling set by operations staff)."
+                limit = f"At most {ceiling} (ceiling set by operations staff)."
+                self.fields[field].help_text = " ".join(filter(None, [self.fields[field].help_text, limit]))
         self.fields["qos"].help_text = f"Allowed: {', '.join(ceilings.qos) or 'none'}; empty: the site's default."
         allowed = ", ".join(ceilings.partitions) or "none"
         self.fields["partition"].help_text = f"Allowed: {allowed}; empty: the cluster's default."

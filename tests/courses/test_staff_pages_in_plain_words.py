@@ -5,6 +5,8 @@ import pytest
 from bs4 import BeautifulSoup
 from django.urls import reverse
 
+from courses.models import CourseCeiling
+
 #: Slurm's own names for limits, accounting fields and versions: an instructor should not need them.
 SLURM_TERMS = (
     "GrpTRESMins",
@@ -58,3 +60,15 @@ def test_each_policy_limit_says_what_it_does_and_names_its_slurm_term_beneath(cl
     field = BeautifulSoup(html, "html.parser").find("input", id="id_gpu_hours_per_student").parent
     assert field.select_one(".helptext").get_text(strip=True) == "GPU-hours each student may use this term."
     assert field.select_one(".slurm-term").get_text(strip=True) == "Slurm: GrpTRESMins=gres/gpu (minutes)"
+
+
+def test_a_limit_under_a_ceiling_keeps_its_plain_words_beside_the_ceiling(client, instructor, course):
+    CourseCeiling.objects.create(course=course, gpu_hours_per_student=50)
+    client.force_login(instructor)
+
+    html = client.get(reverse("courses:course-policy", args=["cs101"])).content.decode()
+
+    field = BeautifulSoup(html, "html.parser").find("input", id="id_gpu_hours_per_student").parent
+    assert field.select_one(".helptext").get_text(strip=True) == (
+        "GPU-hours each student may use this term. At most 50 (ceiling set by operations staff)."
+    )

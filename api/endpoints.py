@@ -260,18 +260,23 @@ def job_create(request: HttpRequest, slug: Slug, assignment_slug: Slug, body: Jo
     caller.require_course(Scope.JOBS_SUBMIT, slug)
     course, _ = course_get_for_user(user=caller.user, slug=slug)
     assignment = assignment_get(course=course, slug=assignment_slug)
-    data = {f"param_{name}": _form_value(value) for name, value in body.parameters.items()}
-    resources = {"gpus": body.gpus, "cpus": body.cpus, "mem_mb": body.mem_mb, "minutes": body.minutes}
-    data.update(
-        {name: value if value is not None else assignment.default_resources[name] for name, value in resources.items()}
-    )
-    if body.dataset is not None:
-        data["dataset"] = body.dataset
-    form = SubmissionForm(data, assignment=assignment)
+    form = SubmissionForm(_form_data(body, assignment), assignment=assignment)
     _valid(form)
     key = submission_key(body.submission_key)
     created = job_submit(user=caller.user, submission_key=key, assignment=assignment, **form.job_request())
     return Status(201, _job(created))
+
+
+def _form_data(body: JobRequest, assignment) -> dict:
+    """The form as the assignment page would post it: what the body gives, else the page's prefilled defaults."""
+    defaults = {spec["name"]: spec["default"] for spec in assignment.parameters if "default" in spec}
+    values = {**defaults, **body.parameters}
+    data = {f"param_{name}": _form_value(value) for name, value in values.items()}
+    asked = {"gpus": body.gpus, "cpus": body.cpus, "mem_mb": body.mem_mb, "minutes": body.minutes}
+    data.update({name: assignment.default_resources[name] if value is None else value for name, value in asked.items()})
+    if body.dataset is not None:
+        data["dataset"] = body.dataset
+    return data
 
 
 def _valid(form) -> None:

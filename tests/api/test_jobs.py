@@ -209,3 +209,12 @@ def test_someone_never_enrolled_gets_404_for_the_course(client, assignment, toke
     stranger = make_user("stranger", "student4")
 
     assert problem(call(client, "post", SUBMIT, token_for(stranger), BODY))["status"] == 404
+
+
+def test_parameters_and_resources_left_out_take_the_assignments_defaults(client, student, assignment, token_for):
+    response = call(client, "post", SUBMIT, token_for(student), {"parameters": {"EPOCHS": 3}, "minutes": 10})
+
+    assert response.status_code == 201, response.content
+    job = Job.objects.get()
+    assert job.parameters == {"EPOCHS": 3, "RATE": 0.5, "SIZE": "small", "NAME": "run"}
+    assert (job.gpus, job.cpus, job.mem_mb, job.minutes) == (1, 1, 500, 10)

@@ -319,12 +319,20 @@ CATALOGUE: tuple[Rule, ...] = (
     ),
     # --- Waiting longer than usual ---
     Rule(
+        "waiting-course-gpus",
+        "Waiting: all the course's GPUs are in use",
+        "All the GPUs your course may use at once are in use by classmates' jobs (or your own).",
+        "Nothing to do: the job starts when another course job finishes. A job that needs no GPU is not held back.",
+        statuses=PENDING,
+        reason=_re(r"^(Assoc|QOS)Grp(GRES|TRES)(RunMinutes)?$"),
+    ),
+    Rule(
         "waiting-course-limit",
         "Waiting: the course's shared limit is reached",
         "Your course may only use a certain number of GPUs or jobs at once, and classmates' jobs use them now.",
         "Nothing to do: the job starts when other course jobs finish.",
         statuses=PENDING,
-        reason=_re(r"^AssocGrp(?!.*Minutes)|^QOSGrp(?!.*Minutes)"),
+        reason=_re(r"^AssocGrp(?!.*Minutes)|^QOSGrp(?!.*Minutes)|RunMinutes"),
     ),
     Rule(
         "waiting-budget",
@@ -332,7 +340,7 @@ CATALOGUE: tuple[Rule, ...] = (
         "The course's (or your) GPU-time budget is spent, so Slurm will not start the job.",
         "Ask your instructor; the job starts only if the budget is raised. You can cancel it.",
         statuses=PENDING,
-        reason=_re(r"Minutes"),
+        reason=_re(r"(?<!Run)Minutes"),  # a GrpTRESMins budget; RunMinutes frees up as running jobs go on
     ),
     Rule(
         "waiting-own-limit",
@@ -482,12 +490,15 @@ def status_label(job: Job) -> tuple[str, str]:
 
 
 def _place_in_line(job: Job) -> str:
-    """Where a pending job stands among the jobs it actually waits behind: the pending jobs of its partition
-    (squeue's rank, slurm.parsers.with_queue_positions). A job in a lab's reservation waits behind the
-    reservation's jobs, not the partition's: its partition rank would mislead, so nothing is said."""
-    if not job.queue_position or job.reservation:
+    """Where a pending job stands among the jobs it actually waits behind (squeue's rank,
+    slurm.parsers.with_queue_positions): a job in a lab's reservation among the lab's jobs, any other among the
+    pending jobs of its partition outside reservations."""
+    if not job.queue_position:
         return ""
-    where = f"the {job.partition} partition" if job.partition else "its partition"
+    if job.reservation:
+        where = "your lab"
+    else:
+        where = f"the {job.partition} partition" if job.partition else "its partition"
     if job.queue_position == 1:
         return f" Next to start in {where}."
     ahead = job.queue_position - 1

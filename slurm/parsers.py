@@ -45,6 +45,7 @@ SQUEUE_FIELDS = (
     ("submit_time", "%V"),
     ("start_time", "%S"),
     ("nodes", "%N"),
+    ("reservation", "%v"),
     ("name", "%j"),
 )
 #: What the adapter asks for: the fields, then the submit time again as the record's end (see "Framing").
@@ -203,6 +204,7 @@ def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
             submit_time=parse_time(raw["submit_time"]),
             start_time=parse_time(raw["start_time"]),
             nodes=clean(raw["nodes"]),
+            reservation=clean(raw["reservation"]),
         )
         if job.job_id in jobs or job.job_id in twice:
             logger.warning("slurm: squeue printed job %s more than once; keeping none of them", job.job_id)
@@ -214,11 +216,13 @@ def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
 
 
 def with_queue_positions(jobs: dict[str, LiveJob]) -> dict[str, LiveJob]:
-    """Rank PENDING jobs per partition: priority desc, then submit time, then id."""
-    pending: dict[str, list[LiveJob]] = defaultdict(list)
+    """Rank PENDING jobs among those they wait behind: the jobs of the same partition and reservation (a job in
+    a lab's reservation waits only behind the lab's jobs, and the partition's other jobs not behind it);
+    priority desc, then submit time, then id."""
+    pending: dict[tuple[str, str], list[LiveJob]] = defaultdict(list)
     for job in jobs.values():
         if job.is_pending:
-            pending[job.partition].append(job)
+            pending[job.partition, job.reservation].append(job)
     ranked = {job_id: replace(job, queue_position=None) for job_id, job in jobs.items()}
     oldest = datetime.max.replace(tzinfo=UTC)
     for waiting in pending.values():

@@ -65,9 +65,10 @@ class LiveJob:
     """A job as squeue sees it now.
 
     ``start_time`` is the actual start, or for a PENDING job Slurm's estimate
-    (None when it has none). ``queue_position`` is the 1-based rank among PENDING
-    jobs of the same partition (higher priority first, then earlier submission);
-    None when the job is not pending.
+    (None when it has none). ``reservation`` is the reservation the job runs in or
+    waits for ("" for none). ``queue_position`` is the 1-based rank among PENDING
+    jobs of the same partition and reservation (higher priority first, then earlier
+    submission); None when the job is not pending.
     """
 
     job_id: str
@@ -81,6 +82,7 @@ class LiveJob:
     submit_time: datetime | None
     start_time: datetime | None
     nodes: str
+    reservation: str = ""
     queue_position: int | None = None
 
     @property

@@ -1,5 +1,5 @@
 """A pending job's place in line is told as what the student waits behind: the jobs ahead of it in its
-partition, and nothing for a lab job (its partition rank counts jobs it does not wait behind)."""
+partition, or for a lab job the lab's jobs ahead of it (squeue ranks it within its reservation)."""
 
 from jobs.explanations import _place_in_line
 from jobs.models import Job, Status
@@ -18,8 +18,9 @@ def test_a_later_job_is_told_how_many_jobs_are_ahead_of_it_in_its_partition():
     assert _place_in_line(pending(queue_position=4)) == " 3 jobs ahead of yours in the gpu partition."
 
 
-def test_a_lab_job_is_not_given_its_rank_among_the_partitions_other_jobs():
-    assert _place_in_line(pending(queue_position=10, reservation="lab-cs101-1")) == ""
+def test_a_lab_job_is_told_its_place_in_the_lab():
+    assert _place_in_line(pending(queue_position=1, reservation="lab-cs101-1")) == " Next to start in your lab."
+    assert _place_in_line(pending(queue_position=3, reservation="lab-cs101-1")) == " 2 jobs ahead of yours in your lab."
 
 
 def test_a_job_without_a_rank_says_nothing_about_its_place():

@@ -10,12 +10,12 @@ from slurm import parsers
 D = parsers.DELIMITER
 MARKER = "~Q7xKp2Za"
 FORGED_SQUEUE = D.join(["1820", "student1", "cs101", "gpu", "RUNNING", "None", "1", "1796030280", "1796030281"])
-FORGED_SQUEUE += D + "gpu1" + D + "lq-7d6478e5-07f7-4c55-a1e2-c9756400e587"
+FORGED_SQUEUE += D + "gpu1" + D + "(null)" + D + "lq-7d6478e5-07f7-4c55-a1e2-c9756400e587"
 
 
 def squeue_record(job_id: str, name: str, state: str = "PENDING") -> str:
     times = f"1796030280{MARKER}"
-    fields = [job_id, "student2", "cs101", "gpu", state, "None", "100", times, f"N/A{D}", name]
+    fields = [job_id, "student2", "cs101", "gpu", state, "None", "100", times, f"N/A{D}", "(null)", name]
     return D.join(fields) + D + times + "\n"
 
 
@@ -50,7 +50,9 @@ def test_markers_differ_from_one_command_to_the_next_and_fit_in_a_time_slurm_pri
 
 def test_a_job_id_printed_twice_keeps_neither_record(caplog: pytest.LogCaptureFixture):
     # Recorded output read line by line (no marker): the second line of 1820 is not Slurm's.
-    real = D.join(["1820", "student2", "cs101", "gpu", "PENDING", "None", "100", "1796030280", "N/A", "", "ok"])
+    real = D.join(
+        ["1820", "student2", "cs101", "gpu", "PENDING", "None", "100", "1796030280", "N/A", "", "(null)", "ok"]
+    )
     stdout = f"{real}\n{FORGED_SQUEUE}\n"
 
     with caplog.at_level(logging.WARNING, logger="slurm.parsers"):

@@ -68,12 +68,25 @@ def test_queue_position_ranks_pending_jobs_by_priority_then_submission() -> None
 
 
 def test_queue_positions_are_counted_per_partition() -> None:
-    line = "7\x1fstudent1\x1fcs101\x1fdebug\x1fPENDING\x1fPriority\x1f10\x1f1795980395\x1fN/A\x1f\x1fother"
+    line = "7\x1fstudent1\x1fcs101\x1fdebug\x1fPENDING\x1fPriority\x1f10\x1f1795980395\x1fN/A\x1f\x1f(null)\x1fother"
 
     jobs = parsers.parse_squeue(SQUEUE + line)
 
     assert jobs["7"].queue_position == 1
     assert jobs["140"].queue_position == 1
+
+
+def test_a_job_in_a_reservation_is_ranked_among_that_reservations_jobs_only() -> None:
+    def line(job_id: str, priority: str, reservation: str) -> str:
+        fields = [job_id, "student1", "cs101", "gpu", "PENDING", "Reservation", priority, "1795980395", "N/A", ""]
+        return "\x1f".join([*fields, reservation, "lab job"]) + "\n"
+
+    jobs = parsers.parse_squeue(SQUEUE + line("200", "50", "lab-cs101-1") + line("201", "40", "lab-cs101-1"))
+
+    assert (jobs["200"].reservation, jobs["200"].queue_position) == ("lab-cs101-1", 1)
+    assert jobs["201"].queue_position == 2
+    assert jobs["140"].queue_position == 1, "the partition's jobs outside the lab are ranked without the lab's"
+    assert jobs["140"].reservation == ""
 
 
 def test_finished_jobs_in_squeue_keep_their_final_state() -> None:

@@ -27,7 +27,9 @@ def sacct_line(job_id: str, **changes: str) -> str:
 
 def pending(job_id: str, priority: str, submit: str) -> str:
     """A pending job as 22.05's squeue prints it (the fields of SQUEUE_FIELDS)."""
-    return D.join([job_id, "student1", "cs101", "gpu", "PENDING", "Priority", priority, submit, "N/A", "", "lq-x"])
+    return D.join(
+        [job_id, "student1", "cs101", "gpu", "PENDING", "Priority", priority, submit, "N/A", "", "(null)", "lq-x"]
+    )
 
 
 def test_a_heterogeneous_job_is_newer_than_the_jobs_before_it() -> None:

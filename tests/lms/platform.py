@@ -8,6 +8,7 @@ fetches as it would a real LMS's.
 
 from __future__ import annotations
 
+import html
 import json
 import threading
 import uuid
@@ -164,6 +165,7 @@ class Platform:
         self.requests: list[str] = []
         self.line_items: list[dict] = []  # the LMS gradebook's columns, and the scores posted into them
         self.scores: list[dict] = []
+        self.next_launch: dict = {}  # what the platform's /auth page puts in its next launch (authenticate's keywords)
         self.scores_refused = 0  # answer this many score posts with 503 (an LMS having a bad minute)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -181,6 +183,8 @@ class Platform:
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 if self.path == "/jwks":
                     return self._answer(200, {"keys": platform.registration.get_jwks()})
+                if self.path.startswith("/auth?"):
+                    return self._launch_form()
                 if self.path.startswith("/lineitems"):
                     return self._serve(platform.grades(self).handle_get_lineitems)
                 if not self.path.startswith("/memberships"):
@@ -193,6 +197,21 @@ class Platform:
                     return self._answer(error.status_code, {"error": str(error)})
                 platform.requests.append(self.path)
                 self._answer(response.code, response.result)
+
+            def _launch_form(self) -> None:
+                """The platform's answer to the tool's authentication request in a browser: a form that posts
+                the id_token to the tool (the LMS's page; its script is the LMS's, not the portal's)."""
+                redirect_uri, form = platform.authenticate(f"{platform.base}{self.path}", **platform.next_launch)
+                fields = "".join(f'<input type="hidden" name="{k}" value="{html.escape(v)}">' for k, v in form.items())
+                page = (
+                    f'<form method="post" action="{html.escape(redirect_uri)}">{fields}'
+                    '<button type="submit">Continue to the tool</button></form>'
+                    "<script>document.forms[0].submit()</script>"
+                )
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(page.encode())
 
             def _serve(self, handle, *args) -> None:
                 try:

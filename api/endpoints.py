@@ -1,12 +1,13 @@
 """The API for scripts, /api/v1/ (web side): my courses and their assignments, jobs (list, submit, cancel,
-retry), a job's files and zip, the gradebook. Each operation goes through the same selectors, forms and
-services as the pages, so it says and refuses the same; none calls Slurm (a submitted job is sent by the
-worker once the transaction commits, as from the form). Who may do what: api.auth; errors: api.problems."""
+retry), a job's files and zip, the gradebook, the course usage report. Each operation goes through the same
+selectors, forms and services as the pages, so it says and refuses the same; none calls Slurm (a submitted job
+is sent by the worker once the transaction commits, as from the form). Who may do what: api.auth; errors:
+api.problems."""
 
 import csv
 import io
 import os
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated
 from uuid import UUID
 
@@ -34,6 +35,8 @@ from jobs.models import Job
 from jobs.selectors import job_get_for_user, job_list, job_list_for_course
 from jobs.services import job_cancel, job_retry, job_submit
 from portal.spreadsheet import spreadsheet_safe
+from reports.course_report import course_report_cached
+from reports.forms import course_default_first, range_from_request
 
 ERRORS = frozenset({400, 401, 403, 404, 409, 410, 422, 429})
 
@@ -458,3 +461,60 @@ def _gradebook_csv(course, assignment, rows) -> HttpResponse:
     name = f"{course.slug}-{assignment.slug}-grades-{timezone.localdate()}.csv"
     headers = {"Content-Disposition": f'attachment; filename="{name}"'}
     return HttpResponse(text.getvalue(), content_type="text/csv; charset=utf-8", headers=headers)
+
+
+# --- the course usage report ---
+
+
+class UsageOut(Schema):
+    label: str
+    key: str
+    jobs: int
+    gpu_seconds: int
+    cpu_seconds: int
+    billing_seconds: int
+    completed: int
+    failed: int
+    cancelled: int
+    live: int
+    median_wait: float | None
+    note: str
+
+
+class UsageReportOut(Schema):
+    course: str
+    first: date
+    last: date
+    total: UsageOut
+    students: list[UsageOut]
+    assignments: list[UsageOut]
+
+
+class RangeQuery(Schema):
+    first: str | None = None
+    last: str | None = None
+
+
+@api.get("/courses/{slug}/usage", response={200: UsageReportOut, **_errors(403, 404)}, summary="A course's usage")
+def usage(request: HttpRequest, slug: Slug, query: Query[RangeQuery]):
+    """The course usage report's rows (course staff), for the days ?first= to ?last= (YYYY-MM-DD) as on its
+    page: by default from the course's start to today."""
+    caller = Caller.of(request)
+    caller.require_course(Scope.READ_REPORTS, slug)
+    course, _ = course_get_for_user(user=caller.user, slug=slug, roles=STAFF_ROLES)
+    params = {name: value for name, value in query.dict().items() if value is not None}
+    try:
+        window, form = range_from_request(params, default_first=course_default_first(course))
+    except OverflowError as error:
+        raise ValidationError("Those days are outside the calendar the portal can count.") from error
+    if form.is_bound:
+        _valid(form)
+    report = course_report_cached(course=course, window=window)
+    return {
+        "course": course.slug,
+        "first": window.first,
+        "last": window.last,
+        "total": report.total,
+        "students": report.students,
+        "assignments": report.assignments,
+    }

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 from lti_tool.lti_core.utils import normalize_role
-from lti_tool.models import LtiLaunch
+from lti_tool.models import Key, LtiLaunch
 from lti_tool.utils import DjangoToolConfig, sync_data_from_launch
 from pylti1p3.contrib.django import DjangoCacheDataStorage, DjangoMessageLaunch, DjangoOIDCLogin
 from pylti1p3.exception import LtiException, OIDCException
@@ -27,6 +27,7 @@ CACHE = "lti"
 NONCE_SECONDS = 2 * 24 * 3600
 ROLE_PREFIX = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 TEACHING_ASSISTANT = f"{ROLE_PREFIX}/Instructor#TeachingAssistant"
+NO_KEY = "LabQueue is not ready for LMS launches yet (it has no signing key): an operator runs manage.py rotate_keys."
 
 
 @dataclass
@@ -55,6 +56,8 @@ def login_redirect(request: HttpRequest, registration_uuid) -> HttpResponse:
         return login.redirect(target)
     except (LtiException, OIDCException) as error:
         raise LaunchRefused(400, f"The LMS's sign-in request was not accepted: {error}.") from None
+    except Key.DoesNotExist:
+        raise LaunchRefused(503, NO_KEY) from None
 
 
 class _Launch(DjangoMessageLaunch):
@@ -73,6 +76,8 @@ def launch_validate(request: HttpRequest) -> LtiLaunch:
         message_launch.validate()
     except LtiException as error:
         raise LaunchRefused(403, _plain(str(error))) from None
+    except Key.DoesNotExist:
+        raise LaunchRefused(503, NO_KEY) from None
     nonce = message_launch.get_launch_data()["nonce"]
     if not caches[CACHE].add(f"nonce-used:{nonce}", True, NONCE_SECONDS):
         raise LaunchRefused(403, "This launch was already used once; a launch cannot be replayed.")
@@ -90,6 +95,7 @@ def _plain(library_message: str) -> str:
         "Registration not found": "it comes from an LMS (issuer and client id) not registered here",
         "Invalid Nonce": "LabQueue did not start this launch",
         "Unable to find public key": "it is signed with a key the LMS does not publish",
+        "Error while fetching": "LabQueue could not fetch the LMS's public keys; try again in a few minutes",
     }
     why = next((words for marker, words in known.items() if marker in library_message), "it is not valid")
     return f"The launch could not be verified: {why}."

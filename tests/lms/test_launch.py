@@ -164,3 +164,22 @@ def test_login_initiation_from_an_unknown_lms_is_a_400_page(client, platform):
 
 def test_the_launch_takes_post_only(client, platform):
     assert client.get("/lms/launch/").status_code == 405
+
+
+def test_a_launch_before_the_tool_has_a_key_is_a_page_that_says_so(client, platform):
+    from lti_tool.models import Key
+
+    Key.objects.all().delete()
+    response = client.get(path_of(platform.login_initiation_url("someone")))
+    assert response.status_code == 503
+    assert b"rotate_keys" in response.content
+
+
+def test_a_launch_when_the_lms_keys_cannot_be_fetched_is_a_page_that_says_so(client, platform, student):
+    from lti_tool.models import LtiRegistration
+
+    redirect_uri, form = platform.authenticate(start_launch(client, platform), netid="student1", roles=["Learner"])
+    LtiRegistration.objects.update(keyset_url="http://127.0.0.1:1/jwks")
+    response = client.post(path_of(redirect_uri), form)
+    assert response.status_code == 403
+    assert b"could not fetch the LMS" in response.content

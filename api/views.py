@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from api.forms import TokenForm
+from api.problems import problem
 from api.selectors import token_list
 from api.services import token_create, token_revoke
 
@@ -41,3 +42,8 @@ def token_revoke_view(request: HttpRequest, token_uuid: UUID) -> HttpResponse:
     else:
         messages.error(request, "That token was already revoked, or it is not one of yours.")
     return redirect("api:token-settings")
+
+
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    """An address under /api/v1/ that no operation has, answered as the API answers."""
+    return problem(404, "There is nothing at this address. The API's addresses are listed at /api/v1/docs.")

@@ -69,3 +69,10 @@ def test_generated_requests_meet_no_server_error_and_no_answer_outside_the_schem
             case.call_and_validate(headers=headers, checks=CHECKS)
 
         answers_within_the_schema()
+
+
+def test_an_address_no_operation_has_is_a_problem_document(client):
+    response = client.get("/api/v1/jobs/00000000-0000-0000-0000-000000000000/files/a%0Ab")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"

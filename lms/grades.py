@@ -13,7 +13,7 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.utils import timezone
-from lti_tool.models import LtiContext, LtiLineItem, LtiUser
+from lti_tool.models import Key, LtiContext, LtiLineItem, LtiUser
 from pylti1p3.assignments_grades import AssignmentsGradesService
 from pylti1p3.exception import LtiException
 from pylti1p3.grade import Grade
@@ -52,7 +52,7 @@ def score_post(*, user, assignment: Assignment, context: LtiContext) -> ScorePos
         return _record(post, ScoreStatus.NOT_SENT, "The student has not opened LabQueue from this LMS course yet.")
     try:
         _send(context=context, assignment=assignment, sub=sub[0], score=score, maximum=maximum)
-    except (LtiException, RequestException, ValueError) as error:
+    except (LtiException, RequestException, ValueError, Key.DoesNotExist) as error:
         return _record(post, ScoreStatus.FAILED, f"The LMS did not take the score: {error}")
     return _record(post, ScoreStatus.SENT, "", score=score, max_score=maximum, sent_at=timezone.now())
 

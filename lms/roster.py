@@ -14,7 +14,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from lti_tool.models import LtiContext, LtiUser
+from lti_tool.models import Key, LtiContext, LtiUser
 from pylti1p3.exception import LtiException
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from requests import RequestException
@@ -37,15 +37,17 @@ class MemberLeftOut:
 
 def members_fetch(context: LtiContext) -> list[dict]:
     """The context's members, from the LMS (a client-credentials token, then the NRPS pages)."""
-    registration = context.deployment.registration
-    service = NamesRolesProvisioningService(
-        LmsServiceConnector(registration.to_registration()), {"context_memberships_url": context.memberships_url}
-    )
     link = context.resource_links.order_by("-datetime_modified").first()
     try:
+        service = NamesRolesProvisioningService(
+            LmsServiceConnector(context.deployment.registration.to_registration()),
+            {"context_memberships_url": context.memberships_url},
+        )
         return service.get_members(resource_link_id=link.id_on_platform if link else None)
     except (LtiException, RequestException, ValueError, KeyError) as error:
         raise LmsUnavailable(f"The LMS did not give the course's members: {error}") from None
+    except Key.DoesNotExist:
+        raise LmsUnavailable("LabQueue has no signing key yet: an operator runs manage.py rotate_keys.") from None
 
 
 def member_netid(member: dict, *, claim: str, launched: dict[str, str]) -> str:

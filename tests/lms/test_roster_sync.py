@@ -101,3 +101,11 @@ def test_a_member_without_the_claim_is_known_by_an_earlier_verified_launch(clien
     page = client.get(ROSTER).content.decode()
     assert "no campus identity" not in page  # u-anonymous is student1, who launched as that LMS user
     assert "<code>student1</code> (student)" not in page  # so student1 is not dropped
+
+
+def test_a_roster_before_the_tool_has_a_key_is_a_page_that_says_so(client, platform, synced_course):
+    from lti_tool.models import Key
+
+    Key.objects.all().delete()
+    response = client.get(ROSTER)
+    assert response.status_code == 502 and b"rotate_keys" in response.content

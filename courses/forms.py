@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from courses.hints import pattern_problem
-from courses.models import Assignment, Course, Hint, LatePolicy
+from courses.models import COURSE_POLICY_FIELDS, Assignment, Course, Hint, LatePolicy
 from courses.policy import CEILING_FIELDS, Ceilings, ceiling_problems, resource_problems
 from courses.scripting import (
     MAX_PARAMETERS,
@@ -429,18 +429,7 @@ class CoursePolicyForm(forms.ModelForm):
 
     class Meta:
         model = Course
-        fields = [
-            "max_gpus_per_job",
-            "max_cpus_per_job",
-            "max_mem_mb_per_job",
-            "max_minutes_per_job",
-            "max_running_jobs_per_student",
-            "max_queued_jobs_per_student",
-            "gpu_hours_per_student",
-            "max_gpus_course",
-            "partition",
-            "qos",
-        ]
+        fields = COURSE_POLICY_FIELDS
         labels = {
             "max_gpus_per_job": "GPUs per job",
             "max_cpus_per_job": "CPUs per job",

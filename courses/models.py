@@ -12,6 +12,22 @@ slurm_name_validator = RegexValidator(
 )
 
 
+#: A course's resource policy: what an instructor sets on the policy page and a new term keeps (the limits, the
+#: budget, the partition and QOS; not the names or the Slurm account).
+COURSE_POLICY_FIELDS = (
+    "max_gpus_per_job",
+    "max_cpus_per_job",
+    "max_mem_mb_per_job",
+    "max_minutes_per_job",
+    "max_running_jobs_per_student",
+    "max_queued_jobs_per_student",
+    "gpu_hours_per_student",
+    "max_gpus_course",
+    "partition",
+    "qos",
+)
+
+
 class Course(models.Model):
     slug = models.SlugField(unique=True, help_text="Short name used in addresses, e.g. cs101-2026fa.")
     code = models.CharField(max_length=32)

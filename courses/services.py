@@ -11,6 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from courses.models import (
+    COURSE_POLICY_FIELDS,
     Assignment,
     AssignmentVersion,
     Course,
@@ -392,19 +393,6 @@ def lab_session_cancel(*, session: LabSession, actor) -> None:
 
 #: What a copy of an assignment leaves behind: its identity, its course and the dates of its term.
 _NOT_COPIED = {"id", "uuid", "course", "created_at", "updated_at", "opens_at", "due_at"}
-#: The course policy a new term keeps (the limits, budget and QOS; not the names or the Slurm account).
-COURSE_POLICY_FIELDS = (
-    "partition",
-    "max_gpus_per_job",
-    "max_cpus_per_job",
-    "max_mem_mb_per_job",
-    "max_minutes_per_job",
-    "max_running_jobs_per_student",
-    "max_queued_jobs_per_student",
-    "gpu_hours_per_student",
-    "max_gpus_course",
-    "qos",
-)
 
 
 @transaction.atomic

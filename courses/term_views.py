@@ -10,9 +10,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from courses.assignment_yaml import assignment_export, assignment_import, assignment_import_plan
 from courses.forms import AssignmentImportConfirmForm, AssignmentImportForm, CourseCopyForm
-from courses.models import STAFF_ROLES, Role
+from courses.models import COURSE_POLICY_FIELDS, STAFF_ROLES, Role
 from courses.selectors import assignment_get, course_get_for_user
-from courses.services import COURSE_POLICY_FIELDS, course_copy
+from courses.services import course_copy
 
 
 @require_GET

@@ -24,7 +24,7 @@ from jobs.checks import checks_finish, checks_follow_queue, checks_in_slurm
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import CLUSTER_SILENT, explain
 from jobs.lifecycle import job_transition
-from jobs.models import ACTIVE_IN_SLURM, Heartbeat, Job, JobEvent, Status
+from jobs.models import ACTIVE_IN_SLURM, FINISHED_SLURM, Heartbeat, Job, JobEvent, Status
 from jobs.selectors import job_starter_files
 from jobs.staging import staging_dir
 from jobs.workdir import WorkdirError, WorkdirUnavailable, workdir_submit
@@ -202,7 +202,11 @@ def job_scancel(*, job_id: int) -> None:
 
 
 #: What squeue tells about a job still in the queue (_live_fields).
-LIVE_FIELDS = ("slurm_state", "reason", "queue_position", "started_at")
+LIVE_FIELDS = ("slurm_state", "reason", "queue_position", "started_at", "expected_start_at")
+#: What a finished job used (slurm.usage), written by _collect_usage.
+USAGE_FIELDS = ("cpu_seconds_used", "max_rss_mb", "gpu_util_percent", "gpu_mem_mb", "usage_collected_at")
+#: Finished jobs whose usage one cycle reads at most (one sacct); the others wait for the next cycles, newest first.
+USAGE_BATCH = 200
 
 
 def _live_fields(live: slurm.LiveJob) -> dict:
@@ -211,6 +215,8 @@ def _live_fields(live: slurm.LiveJob) -> dict:
         "reason": live.reason,  # the adapter already gives "" for Slurm's "None"
         "queue_position": live.queue_position,
         "started_at": live.start_time if states.is_running(live.state) else None,
+        # squeue's %S of a PENDING job is Slurm's expected start (the adapter gives None for N/A).
+        "expected_start_at": live.start_time if live.is_pending else None,
     }
 
 
@@ -221,6 +227,7 @@ def _final_fields(record: slurm.AcctRecord) -> dict:
         "slurm_state": record.state,
         "reason": record.reason,
         "queue_position": None,
+        "expected_start_at": None,
         "exit_code": record.exit_code,
         "exit_signal": record.signal,
         "started_at": record.start,
@@ -241,12 +248,19 @@ def _final_status(state: str) -> Status | None:
 
 
 def jobs_sync() -> int:
-    """Bring every active job up to date with at most two Slurm commands, however many jobs:
-    one squeue for the live ones, one sacct for those that left the queue or finished."""
+    """Bring every active job up to date with at most three Slurm commands, however many jobs: one squeue for
+    the live ones, one sacct for those that left the queue or finished, and one sacct for what finished jobs
+    used (_collect_usage)."""
     active = list(Job.objects.filter(status__in=ACTIVE_IN_SLURM).exclude(slurm_job_id=""))
     check_runs = checks_in_slurm()  # assignments' checks ride along in the same two calls (jobs.checks)
-    if not active and not check_runs:
-        return 0
+    if active or check_runs:
+        _follow_slurm(active, check_runs)
+    _collect_usage()
+    return len(active)
+
+
+def _follow_slurm(active: list[Job], check_runs: list) -> None:
+    """One squeue for the active jobs and checks, then one sacct for those that left the queue."""
     live = slurm.queue()
     now = timezone.now()
     finished, changed, unchanged = [], [], []
@@ -284,7 +298,33 @@ def jobs_sync() -> int:
                 if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
                     _store_explanation(job)
         checks_finish(checks_left, records)
-    return len(active)
+
+
+def _collect_usage() -> None:
+    """What finished jobs used, newest first, USAGE_BATCH of them in ONE sacct. A job sacct does not know (purged
+    from slurmdbd) is marked collected with nothing; when sacct fails, the next cycle tries again."""
+    waiting = list(
+        Job.objects.filter(status__in=FINISHED_SLURM, usage_collected_at=None)
+        .exclude(slurm_job_id="")
+        .order_by(F("ended_at").desc(nulls_last=True))[:USAGE_BATCH]
+    )
+    if not waiting:
+        return
+    try:
+        usage = slurm.job_usage([job.slurm_job_id for job in waiting])
+    except slurm.SlurmError as error:
+        log.warning("What %s finished jobs used was not read (%s); the next cycle tries again.", len(waiting), error)
+        return
+    now = timezone.now()
+    for job in waiting:
+        figures = usage.get(job.slurm_job_id)
+        if figures is not None:
+            job.cpu_seconds_used = figures.cpu_seconds
+            job.max_rss_mb = figures.max_rss_mb
+            job.gpu_util_percent = figures.gpu_util_percent
+            job.gpu_mem_mb = figures.gpu_mem_mb
+        job.usage_collected_at = now
+    Job.objects.bulk_update(waiting, USAGE_FIELDS, batch_size=500)
 
 
 def heartbeat(name: str) -> None:

@@ -160,17 +160,34 @@ class ResubmitForm(SubmissionForm):
         },
     )
 
-    def __init__(self, *args, job: Job, kept: list[str], **kwargs):
+    def __init__(self, *args, job: Job, kept: list[str], resources: dict[str, int] | None = None, **kwargs):
         super().__init__(*args, assignment=job.assignment, **kwargs)
         for name in self.parameter_names:
             if name in job.parameters:
                 self.fields[f"param_{name}"].initial = job.parameters[name]
         if "dataset" in self.fields and job.dataset_id is not None:
             self.fields["dataset"].initial = str(job.dataset_id)
-        for name, value in job.resources.items():
+        for name, value in (job.resources | (resources or {})).items():
             self.fields[name].initial = value
         keep = self.fields["keep"]
         keep.choices, keep.initial = [(name, name) for name in kept], list(kept)
         keep.label = f"Files kept from attempt {job.attempt}"
         keep.help_text = "Untick a file to leave it out; a file you choose below replaces the one of its name."
         self.fields["uploads"].label = "Replacement or extra files"
+
+
+def resources_from_query(query, *, course: Course) -> dict[str, int]:
+    """The resources a link asks the resubmit form to start with (jobs.efficiency.Suggestion.query): each a whole
+    number, brought within the form's smallest value and the course's limit; anything else is left out."""
+    limits = {
+        "gpus": course.max_gpus_per_job,
+        "cpus": course.max_cpus_per_job,
+        "mem_mb": course.max_mem_mb_per_job,
+        "minutes": course.max_minutes_per_job,
+    }
+    resources = {}
+    for name in RESOURCE_NAMES:
+        raw = query.get(name, "")
+        if raw.isdigit() and len(raw) < 10:
+            resources[name] = max(ResourcesForm.base_fields[name].min_value, min(int(raw), limits[name]))
+    return resources

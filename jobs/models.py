@@ -128,6 +128,17 @@ class Job(models.Model):
         null=True, blank=True, help_text="When it left Slurm's queue while its final state was not known yet."
     )
 
+    # Slurm's expected start while the job waits (squeue %S of a PENDING job); None when Slurm gives none.
+    expected_start_at = models.DateTimeField(null=True, blank=True)
+    # What the finished job used (slurm.usage, collected by the sync). None: not measured or not collected yet.
+    cpu_seconds_used = models.FloatField(null=True, blank=True)
+    max_rss_mb = models.PositiveIntegerField(null=True, blank=True, help_text="Peak resident memory of any step.")
+    gpu_util_percent = models.FloatField(null=True, blank=True, help_text="Empty: the cluster does not measure it.")
+    gpu_mem_mb = models.PositiveIntegerField(null=True, blank=True, help_text="Empty: the cluster does not measure it.")
+    usage_collected_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the sync read what the finished job used from Slurm's accounting."
+    )
+
     # The one-time key of the submission form it came from (blank for retries and older jobs).
     submission_key = models.CharField(max_length=32, blank=True)
     # When its job directory and staged uploads were removed (jobs.retention; docs/records.md). The row stays.
@@ -142,6 +153,10 @@ class Job(models.Model):
             models.Index(fields=["user", "-created_at"]),
             # The course job lists show the newest few hundred of a course's thousands of jobs.
             models.Index(fields=["-created_at"], name="job_newest_first"),
+            # The sync's finished jobs whose usage it has not read yet (jobs.dispatch._collect_usage).
+            models.Index(
+                fields=["-ended_at"], condition=models.Q(usage_collected_at__isnull=True), name="job_usage_uncollected"
+            ),
         ]
         constraints = [
             models.UniqueConstraint(

@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from jobs.explanations import explain
-from jobs.forms import ResubmitForm, new_submission_key, submission_key
+from jobs.forms import ResubmitForm, new_submission_key, resources_from_query, submission_key
 from jobs.models import Job
 from jobs.selectors import job_get_for_user, job_script_change, job_version_change
 from jobs.services import job_enrollment_check, job_resubmit
@@ -31,8 +31,14 @@ def job_resubmit_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     job_enrollment_check(user=job.user, course=job.assignment.course)
     staged = _staged_files(job)
     posted = request.method == "POST"
+    # A link may prefill other resources: "Resubmit with these resources" (jobs.efficiency).
+    suggested = resources_from_query(request.GET, course=job.assignment.course)
     form = ResubmitForm(
-        request.POST if posted else None, request.FILES if posted else None, job=job, kept=[p.name for p in staged]
+        request.POST if posted else None,
+        request.FILES if posted else None,
+        job=job,
+        kept=[p.name for p in staged],
+        resources=suggested,
     )
     token = request.POST.get("upload_token", "")
     key = submission_key(request.POST.get("submission_key", ""))
@@ -50,7 +56,7 @@ def job_resubmit_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
         if new is not None:
             messages.success(request, f"Attempt {new.attempt} submitted. This page updates by itself.")
             return redirect("jobs:job-detail", job_uuid=new.uuid)
-    context = _context(request, job, form, token=token, key=key or new_submission_key())
+    context = _context(request, job, form, token=token, key=key or new_submission_key()) | {"suggested": suggested}
     return render(request, "jobs/job_resubmit.html", context, status=400 if posted else 200)
 
 

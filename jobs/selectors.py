@@ -146,6 +146,17 @@ def student_gpu_hours(*, user, course: Course) -> float:
     return ((finished["seconds"] or 0) + so_far) / 3600
 
 
+def course_gpus_in_use(*, course: Course) -> dict | None:
+    """The GPUs the course's running jobs hold now against its cap (max_gpus_course), from the database alone;
+    None when the course has no cap. "full": a job asking for a GPU would wait for one of them to finish."""
+    cap = course.max_gpus_course
+    if cap is None:
+        return None
+    running = Job.objects.filter(assignment__course=course, status=Status.RUNNING, left_queue_at=None)
+    in_use = running.aggregate(gpus=Sum("gpus"))["gpus"] or 0
+    return {"in_use": in_use, "cap": cap, "full": in_use >= cap}
+
+
 def student_budget(*, user, course: Course) -> dict | None:
     """Used and remaining GPU-hours of the course's per-student budget; None when the course has none."""
     if course.gpu_hours_per_student is None:

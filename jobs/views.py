@@ -20,6 +20,7 @@ from courses.selectors import (
     lab_session_next,
 )
 from jobs import files
+from jobs.efficiency import job_use, job_use_awaited
 from jobs.explanations import explain, hint_messages, status_text
 from jobs.forms import NoteForm, RetryForm, SubmissionForm, new_submission_key, submission_key
 from jobs.live import job_live_etag, job_out_of_date
@@ -153,6 +154,8 @@ def job_detail(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     context["script_change"] = job_script_change(job=job)
     context["version_change"] = job_version_change(job=job)
     context["starter_files"] = job_starter_files(job=job)
+    context["job_use"] = job_use(job)
+    context["job_use_awaited"] = job_use_awaited(job)
     return render(request, "jobs/job_detail.html", context)
 
 

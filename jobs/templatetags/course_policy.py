@@ -2,7 +2,7 @@
 
 from django import template
 
-from jobs.selectors import job_script_change, student_budget, student_last_attempt
+from jobs.selectors import course_gpus_in_use, job_script_change, student_budget, student_last_attempt
 
 register = template.Library()
 
@@ -20,3 +20,9 @@ def script_changed(context, assignment) -> dict:
     user = context["request"].user
     last = student_last_attempt(user=user, assignment=assignment) if user.is_authenticated else None
     return {"last": last, "change": job_script_change(job=last) if last else None}
+
+
+@register.inclusion_tag("jobs/_course_gpus.html")
+def course_gpus(course) -> dict:
+    """Says before a submission when all the GPUs the course may use at once are taken (from the database)."""
+    return {"course": course, "gpus": course_gpus_in_use(course=course)}

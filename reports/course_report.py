@@ -26,6 +26,7 @@ from reports.queries import (
     usage_total,
 )
 from reports.reconciliation import Reconciliation, reconciliation
+from reports.right_sizing import AskedAndUsed, asked_and_used_by_assignment, over_asked_jobs
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,12 @@ class CourseReport:
     states: list[tuple[str, int]]
     days: list[tuple[date, float]]
     reconciliation: Reconciliation | None  # None until Slurm's accounting is first copied
+    asked_and_used: list[AskedAndUsed]  # per assignment (reports.right_sizing)
+    over_asked: list[Job]  # the first OVER_ASKED_SHOWN jobs that asked for far more than they used
 
 
 def course_report(*, course: Course, window: ReportRange, now: datetime | None = None) -> CourseReport:
-    """Everything on the course report page: ten queries, whatever the size of the course."""
+    """Everything on the course report page: twelve queries, whatever the size of the course."""
     now = now or timezone.now()
     records = usage_records_in_range(window=window, accounts=[course.slurm_account])
     total = usage_total(records=records, window=window, now=now)
@@ -54,6 +57,8 @@ def course_report(*, course: Course, window: ReportRange, now: datetime | None =
         states=usage_by_state(records=records),
         days=gpu_hours_by_day(records=records, window=window, now=now),
         reconciliation=reconciliation(course=course, window=window, now=now, slurm_side=total),
+        asked_and_used=asked_and_used_by_assignment(course=course, window=window),
+        over_asked=over_asked_jobs(course=course, window=window),
     )
 
 

@@ -11,9 +11,11 @@ from django.views.decorators.http import require_GET
 from courses.models import STAFF_ROLES
 from courses.selectors import course_get_for_user
 from portal.spreadsheet import spreadsheet_safe
+from reports import right_sizing
 from reports.course_report import course_report_cached
 from reports.forms import course_default_first, overview_default_first, range_from_request
 from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, usage_overview
+from reports.right_sizing import asked_and_used_by_assignment, over_asked_jobs
 from reports.svg import gpu_hours_chart
 
 
@@ -34,8 +36,29 @@ def course_report_view(request: HttpRequest, slug: str) -> HttpResponse:
         "query": request.GET.urlencode(),
         "time_zone": settings.TIME_ZONE,
         "shown": DIFFERENCES_SHOWN,
+        "asked_header": right_sizing.HEADER,
+        "over_asked_shown": right_sizing.OVER_ASKED_SHOWN,
     }
     return render(request, "reports/course_report.html", context)
+
+
+@require_GET
+@login_required
+def course_asked_and_used_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    """The report's "Asked for and used" per assignment, then every job that asked for far more, as CSV."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
+    window, _ = range_from_request(request.GET, default_first=course_default_first(course))
+    name = f"{course.slug}-asked-and-used-{window.first}-{window.last}.csv"
+    response = HttpResponse(content_type="text/csv", headers={"Content-Disposition": f'attachment; filename="{name}"'})
+    rows = [
+        right_sizing.HEADER,
+        *(row.cells for row in asked_and_used_by_assignment(course=course, window=window)),
+        [],
+        right_sizing.JOB_HEADER,
+        *(right_sizing.job_cells(job) for job in over_asked_jobs(course=course, window=window, limit=None)),
+    ]
+    csv.writer(response).writerows([spreadsheet_safe(str(cell)) for cell in row] for row in rows)
+    return response
 
 
 @require_GET

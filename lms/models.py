@@ -30,6 +30,13 @@ class CourseLink(models.Model):
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="lms_links")
     linked_by = models.ForeignKey("portal.User", on_delete=models.SET_NULL, null=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    roster_sync_scheduled = models.BooleanField(
+        default=False,
+        help_text="Apply the LMS's member list to the roster on a schedule (adds, role changes and drops), as the "
+        "instructor would on the roster page. Off until an instructor turns it on.",
+    )
+    roster_synced_at = models.DateTimeField(null=True, blank=True)
+    roster_sync_outcome = models.TextField(blank=True, help_text="What the last scheduled roster sync did.")
 
     def __str__(self) -> str:
         return f"{self.context} -> {self.course}"

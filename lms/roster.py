@@ -1,4 +1,6 @@
-"""A linked course's roster from the LMS (LTI Names and Role Provisioning Services), web side: lms.views.
+"""A linked course's roster from the LMS (LTI Names and Role Provisioning Services): on request on the web side
+(lms.views), and on a schedule on the worker side (lms.tasks.roster_sync_scheduled, for links whose instructor
+turned it on).
 
 The LMS's member list is written as a roster CSV and goes through the CSV import's own rules and services
 (courses.roster's checks of every netid, its preview and digest; courses.services.roster_confirm), so the LMS
@@ -12,15 +14,25 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
+from django.utils import timezone
 from lti_tool.models import Key, LtiContext, LtiUser
 from pylti1p3.exception import LtiException
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from requests import RequestException
 
+from courses.models import Enrollment, Role
+from courses.roster import roster_plan
+from courses.selectors import roster_current
+from courses.services import roster_confirm
 from lms.connector import LmsServiceConnector
 from lms.launches import claim_value, course_role
+from lms.models import CourseLink
+
+logger = logging.getLogger(__name__)
 
 LIS = "https://purl.imsglobal.org/spec/lti/claim/lis"
 
@@ -84,3 +96,42 @@ def roster_csv(context: LtiContext, members: list[dict]) -> tuple[str, list[Memb
         else:
             writer.writerow([netid, member.get("email", ""), member.get("name", ""), role])
     return out.getvalue(), left_out
+
+
+def roster_sync_apply(*, link: CourseLink) -> str:
+    """Apply the LMS's member list to the linked course as a confirmed preview would (the CSV import's rules: adds,
+    role changes, drops; a drop never deletes jobs or usage). The course's instructors are never dropped by
+    the schedule, and a member list that would lower one is not applied (an instructor does that on the page).
+    Records and logs what it did; returns it."""
+    course, context = link.course, link.context
+    keep = frozenset(
+        Enrollment.objects.filter(course=course, role=Role.INSTRUCTOR).values_list("user__netid", flat=True)
+    ) - {None}
+    if LtiContext.objects.filter(course_link__course=course).exclude(memberships_url="").count() != 1:
+        outcome = "Not applied: the course is linked to several LMS courses; use the CSV import."
+    else:
+        outcome = _roster_sync_outcome(course, context, keep)
+    CourseLink.objects.filter(pk=link.pk).update(roster_synced_at=timezone.now(), roster_sync_outcome=outcome)
+    logger.info("Scheduled roster sync of %s from %s: %s", course.slug, context, outcome)
+    return outcome
+
+
+def _roster_sync_outcome(course, context: LtiContext, keep: frozenset[str]) -> str:
+    try:
+        text, left_out = roster_csv(context, members_fetch(context))
+    except LmsUnavailable as error:
+        return f"Not applied: {error}"
+    plan = roster_plan(text, roster_current(course=course), keep=keep)
+    if not plan.ok:
+        return "Not applied: " + " ".join(str(error) for error in plan.errors)
+    if not plan.has_changes:
+        return "Nothing to change: the roster matched the LMS."
+    try:
+        outcome, plan = roster_confirm(course=course, text=text, digest=plan.digest(), keep=keep, actor=None)
+    except ValidationError as error:
+        return "Not applied: " + " ".join(error.messages)
+    if outcome != "applied":
+        return "Not applied: the roster changed while it was read; the next sync tries again."
+    return f"Applied: {len(plan.adds)} added, {len(plan.role_changes)} role changes, {len(plan.drops)} dropped" + (
+        f"; {len(left_out)} members of the LMS left out (no campus identity or no course role)." if left_out else "."
+    )

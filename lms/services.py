@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -11,6 +13,8 @@ from courses.models import Course, Enrollment, Role
 from courses.services import enrollment_set
 from lms.models import CourseLink, RegistrationIdentity
 from portal.identity import netid_refusal
+
+logger = logging.getLogger(__name__)
 
 ROLE_RANK = {Role.STUDENT: 1, Role.TA: 2, Role.INSTRUCTOR: 3}
 
@@ -61,6 +65,18 @@ def course_link_create(*, context: LtiContext, course: Course, actor) -> CourseL
     if CourseLink.objects.filter(context=context).exists():
         raise ValidationError("This LMS course is already linked to a LabQueue course.")
     return CourseLink.objects.create(context=context, course=course, linked_by=actor)
+
+
+def roster_schedule_set(*, link: CourseLink, scheduled: bool, actor) -> None:
+    """Turn the scheduled roster sync of an LMS link on or off; logged with who did it."""
+    CourseLink.objects.filter(pk=link.pk).update(roster_sync_scheduled=scheduled)
+    logger.info(
+        "Scheduled roster sync of %s from %s turned %s by %s",
+        link.course.slug,
+        link.context,
+        "on" if scheduled else "off",
+        actor.netid or actor.username,
+    )
 
 
 @transaction.atomic

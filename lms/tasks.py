@@ -5,8 +5,8 @@ from django.contrib.auth import get_user_model
 from lti_tool.models import LtiContext
 
 from courses.models import Assignment
-from lms import grades
-from lms.models import ScoreStatus
+from lms import grades, roster
+from lms.models import CourseLink, ScoreStatus
 
 
 def _backoff(retries: int) -> int:
@@ -23,3 +23,11 @@ def score_post(self, user_id: int, assignment_id: int, context_id: int) -> None:
     )
     if post.status == ScoreStatus.FAILED:
         raise self.retry(countdown=_backoff(self.request.retries))
+
+
+@shared_task
+def roster_sync_scheduled() -> None:
+    """Beat's roster sync: each linked course whose instructor turned it on takes the LMS's member list."""
+    links = CourseLink.objects.filter(roster_sync_scheduled=True).exclude(context__memberships_url="")
+    for link in links.select_related("course", "context__deployment__registration"):
+        roster.roster_sync_apply(link=link)

@@ -14,4 +14,5 @@ urlpatterns = [
     path("deep-link/", views.deep_link, name="deep-link"),
     path("setup/", views.tool_setup, name="tool-setup"),
     path("courses/<slug:slug>/roster/", views.roster_sync, name="roster-sync"),
+    path("courses/<slug:slug>/roster/schedule/", views.roster_schedule, name="roster-schedule"),
 ]

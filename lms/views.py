@@ -161,10 +161,12 @@ def roster_sync(request: HttpRequest, slug: str) -> HttpResponse:
     if len(contexts) != 1:
         return render(request, "lms/roster_sync.html", {"course": course, "contexts": contexts}, status=409)
     keep = frozenset({request.user.netid} - {None})
+    link = contexts[0].course_link
     try:
         text, left_out = roster.roster_csv(contexts[0], roster.members_fetch(contexts[0]))
     except roster.LmsUnavailable as error:
-        return render(request, "lms/roster_sync.html", {"course": course, "error": str(error)}, status=502)
+        context = {"course": course, "error": str(error), "link": link}
+        return render(request, "lms/roster_sync.html", context, status=502)
     if request.method == "POST":
         try:
             outcome, plan = roster_confirm(
@@ -178,8 +180,24 @@ def roster_sync(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("courses:course-detail", slug=course.slug)
     else:
         plan = roster_plan(text, roster_current(course=course), keep=keep)
-    context = {"course": course, "plan": plan, "left_out": left_out, "lms_course": contexts[0]}
+    context = {"course": course, "plan": plan, "left_out": left_out, "lms_course": contexts[0], "link": link}
     return render(request, "lms/roster_sync.html", context, status=400 if not plan.ok else 200)
+
+
+@login_required
+@require_POST
+def roster_schedule(request: HttpRequest, slug: str) -> HttpResponse:
+    """Turn the scheduled roster sync of the course's one LMS link on or off (its instructors only)."""
+    course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
+    contexts = selectors.contexts_with_members(course=course)
+    if len(contexts) != 1:
+        messages.error(request, "A roster from the LMS needs exactly one linked LMS course that offers its members.")
+        return redirect("courses:course-detail", slug=course.slug)
+    scheduled = request.POST.get("scheduled") == "on"
+    services.roster_schedule_set(link=contexts[0].course_link, scheduled=scheduled, actor=request.user)
+    words = "on: the roster follows the LMS, drops included" if scheduled else "off: nothing changes unless you apply"
+    messages.success(request, f"Scheduled roster sync {words}.")
+    return redirect("lms:roster-sync", slug=course.slug)
 
 
 @staff_member_required

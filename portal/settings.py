@@ -302,6 +302,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
         "options": {"expires": 3600.0},
     },
+    # Rosters of LMS-linked courses whose instructor turned the schedule on (lms.roster.roster_sync_apply).
+    "lms-roster-sync": {
+        "task": "lms.tasks.roster_sync_scheduled",
+        "schedule": float(env_int("LABQUEUE_LMS_ROSTER_SYNC_SECONDS", 3600)),
+        "options": {"expires": 3600.0},
+    },
     # TAs' and instructors' daily mail of new failures (jobs.notifications), at this hour of LABQUEUE_TIME_ZONE.
     "failure-digests-send": {
         "task": "jobs.tasks.failure_digests_send",

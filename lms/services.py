@@ -12,6 +12,7 @@ from lti_tool.models import LtiContext, LtiDeployment, LtiRegistration, LtiUser
 from courses.models import Course, Enrollment, Role
 from courses.services import enrollment_set
 from lms.models import CourseLink, RegistrationIdentity
+from lms.tasks import line_items_create
 from portal.identity import netid_refusal
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ def course_link_create(*, context: LtiContext, course: Course, actor) -> CourseL
         raise PermissionDenied("Only an instructor of the LabQueue course can link it.")
     if CourseLink.objects.filter(context=context).exists():
         raise ValidationError("This LMS course is already linked to a LabQueue course.")
-    return CourseLink.objects.create(context=context, course=course, linked_by=actor)
+    link = CourseLink.objects.create(context=context, course=course, linked_by=actor)
+    transaction.on_commit(lambda: line_items_create.delay(context.pk))  # the assignments with a check
+    return link
 
 
 def roster_schedule_set(*, link: CourseLink, scheduled: bool, actor) -> None:

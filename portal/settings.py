@@ -308,6 +308,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(env_int("LABQUEUE_LMS_ROSTER_SYNC_SECONDS", 3600)),
         "options": {"expires": 3600.0},
     },
+    # Line items of assignments with a check in LMS-linked courses, before their first score (lms.grades).
+    "lms-line-items-create": {
+        "task": "lms.tasks.line_items_create",
+        "schedule": 900.0,
+        "options": {"expires": 900.0},
+    },
     # TAs' and instructors' daily mail of new failures (jobs.notifications), at this hour of LABQUEUE_TIME_ZONE.
     "failure-digests-send": {
         "task": "jobs.tasks.failure_digests_send",

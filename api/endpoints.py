@@ -1,5 +1,5 @@
 """The API for scripts, /api/v1/ (web side): my courses and their assignments, jobs (list, submit, cancel,
-retry), a job's files and zip, the gradebook, the course usage report. Each operation goes through the same
+retry, resubmit), a job's files and zip, the gradebook, the course usage report. Each operation goes through the same
 selectors, forms and services as the pages, so it says and refuses the same; none calls Slurm (a submitted job
 is sent by the worker once the transaction commits, as from the form). Who may do what: api.auth; errors:
 api.problems."""
@@ -29,11 +29,13 @@ from courses.selectors import assignment_get, assignment_list, course_get_for_us
 from jobs import files
 from jobs.explanations import status_label
 from jobs.file_views import FILES_PURGED
-from jobs.forms import RetryForm, SubmissionForm, submission_key
+from jobs.forms import ResubmitForm, RetryForm, SubmissionForm, submission_key
 from jobs.gradebook import CSV_HEADER, gradebook_rows
 from jobs.models import Job
+from jobs.resubmit_views import staged_files
 from jobs.selectors import job_get_for_user, job_list, job_list_for_course
-from jobs.services import job_cancel, job_retry, job_submit
+from jobs.services import job_cancel, job_enrollment_check, job_resubmit, job_retry, job_submit
+from jobs.uploads import uploads_merged
 from portal.spreadsheet import spreadsheet_safe
 from reports.course_report import course_report_cached
 from reports.forms import course_default_first, range_from_request
@@ -270,15 +272,17 @@ def job_create(request: HttpRequest, slug: Slug, assignment_slug: Slug, body: Jo
     return Status(201, _job(created))
 
 
-def _form_data(body: JobRequest, assignment) -> dict:
-    """The form as the assignment page would post it: what the body gives, else the page's prefilled defaults."""
+def _form_data(body: JobRequest, assignment, *, parameters: dict | None = None, resources=None, dataset=None) -> dict:
+    """The form as the page would post it: what the body gives, else the page's prefilled values (the
+    assignment's defaults; for a resubmission, the earlier attempt's `parameters`, `resources` and `dataset`)."""
     defaults = {spec["name"]: spec["default"] for spec in assignment.parameters if "default" in spec}
-    values = {**defaults, **body.parameters}
+    values = {**defaults, **(parameters or {}), **body.parameters}
     data = {f"param_{name}": _form_value(value) for name, value in values.items()}
     asked = {"gpus": body.gpus, "cpus": body.cpus, "mem_mb": body.mem_mb, "minutes": body.minutes}
-    data.update({name: assignment.default_resources[name] if value is None else value for name, value in asked.items()})
-    if body.dataset is not None:
-        data["dataset"] = body.dataset
+    prefilled = resources or assignment.default_resources
+    data.update({name: prefilled[name] if value is None else value for name, value in asked.items()})
+    if body.dataset is not None or dataset is not None:
+        data["dataset"] = body.dataset if body.dataset is not None else dataset
     return data
 
 
@@ -325,6 +329,40 @@ def retry(request: HttpRequest, job_uuid: UUID, body: RetryRequest | None = None
         _valid(form)
         resources = form.cleaned_data["resources"]
     return Status(201, _job(job_retry(job=found, actor=caller.user, resources=resources)))
+
+
+class ResubmitRequest(JobRequest):
+    """The edit-and-resubmit page's form as JSON. What the body leaves out is the earlier attempt's (its
+    parameters, resources and data set, as the page prefills them). The attempt's uploaded files all come along,
+    as the page's boxes start ticked; `keep` names the ones to send when not all ([]: none). New files cannot be
+    sent through the API."""
+
+    keep: list[str] | None = None
+
+
+RESUBMIT_TOO_LARGE = "With the files kept, the files are over the size limit: leave some out with keep."
+
+
+@api.post(
+    "/jobs/{job_uuid}/resubmit", response={201: JobOut, **_errors(403, 404, 422)}, summary="Edit and resubmit a job"
+)
+def resubmit(request: HttpRequest, job_uuid: UUID, body: ResubmitRequest):
+    caller = Caller.of(request)
+    found = _job_for(caller, Scope.JOBS_SUBMIT, job_uuid, owner_action=True)
+    job_enrollment_check(user=found.user, course=found.assignment.course)
+    staged = staged_files(found)
+    names = [path.name for path in staged]
+    dataset = str(found.dataset_id) if found.dataset_id else None
+    data = _form_data(body, found.assignment, parameters=found.parameters, resources=found.resources, dataset=dataset)
+    form = ResubmitForm(data | {"keep": names if body.keep is None else body.keep}, job=found, kept=names)
+    _valid(form)
+    kept = [path for path in staged if path.name in set(form.cleaned_data["keep"])]
+    with uploads_merged(kept=kept, new=[]) as uploads:
+        if sum(upload.size for upload in uploads) > settings.LABQUEUE_UPLOAD_MAX_BYTES:
+            raise problems.FormRefused({"keep": [RESUBMIT_TOO_LARGE]})
+        key = submission_key(body.submission_key)
+        created = job_resubmit(job=found, user=caller.user, submission_key=key, uploads=uploads, **form.job_request())
+    return Status(201, _job(created))
 
 
 # --- a job's files ---

@@ -29,7 +29,7 @@ from jobs.uploads import uploads_kept, uploads_send
 def job_resubmit_view(request: HttpRequest, job_uuid: UUID) -> HttpResponse:
     job = job_get_for_user(user=request.user, job_uuid=job_uuid, owner_action=True)
     job_enrollment_check(user=job.user, course=job.assignment.course)
-    staged = _staged_files(job)
+    staged = staged_files(job)
     posted = request.method == "POST"
     # A link may prefill other resources: "Resubmit with these resources" (jobs.efficiency).
     suggested = resources_from_query(request.GET, course=job.assignment.course)
@@ -69,7 +69,7 @@ def _kept_files(request, form: ResubmitForm, *, staged: list[Path], token: str) 
     return [path for path in staged if path.name in keep and path.name not in replaced] + pending
 
 
-def _staged_files(job: Job) -> list[Path]:
+def staged_files(job: Job) -> list[Path]:
     """The files uploaded for the attempt (none once removed under the retention policy or by a cancel)."""
     folder = staging_dir(str(job.uuid))
     if not folder.is_dir():

@@ -111,6 +111,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    "api.middleware.MethodNotAllowedProblemMiddleware",  # a 405 under /api/v1/ as a problem document
 ]
 
 ROOT_URLCONF = "portal.urls"

@@ -1,4 +1,5 @@
 from datetime import timedelta
+from statistics import median
 from uuid import UUID
 
 from django.core.exceptions import PermissionDenied
@@ -155,6 +156,31 @@ def course_gpus_in_use(*, course: Course) -> dict | None:
     running = Job.objects.filter(assignment__course=course, status=Status.RUNNING, left_queue_at=None)
     in_use = running.aggregate(gpus=Sum("gpus"))["gpus"] or 0
     return {"in_use": in_use, "cap": cap, "full": in_use >= cap}
+
+
+#: How many of an assignment's latest completed attempts its typical use is taken from.
+TYPICAL_USE_ATTEMPTS = 50
+
+
+def assignment_typical_use(*, assignment: Assignment) -> dict | None:
+    """The median use of the assignment's latest completed attempts whose usage the sync collected (one query):
+    minutes run, CPUs kept busy, peak memory in MB (None where not measured); None when there is none yet."""
+    rows = list(
+        Job.objects.filter(assignment=assignment, status=Status.COMPLETED, usage_collected_at__isnull=False)
+        .exclude(elapsed_seconds=None)
+        .order_by("-ended_at")
+        .values_list("elapsed_seconds", "cpu_seconds_used", "max_rss_mb")[:TYPICAL_USE_ATTEMPTS]
+    )
+    if not rows:
+        return None
+    busy = [cpu / elapsed for elapsed, cpu, _ in rows if elapsed and cpu is not None]
+    memory = [rss for _, _, rss in rows if rss is not None]
+    return {
+        "attempts": len(rows),
+        "minutes": median(elapsed for elapsed, _, _ in rows) / 60,
+        "cpus_busy": median(busy) if busy else None,
+        "mem_mb": round(median(memory)) if memory else None,
+    }
 
 
 def student_budget(*, user, course: Course) -> dict | None:

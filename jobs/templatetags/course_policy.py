@@ -2,7 +2,13 @@
 
 from django import template
 
-from jobs.selectors import course_gpus_in_use, job_script_change, student_budget, student_last_attempt
+from jobs.selectors import (
+    assignment_typical_use,
+    course_gpus_in_use,
+    job_script_change,
+    student_budget,
+    student_last_attempt,
+)
 
 register = template.Library()
 
@@ -26,3 +32,9 @@ def script_changed(context, assignment) -> dict:
 def course_gpus(course) -> dict:
     """Says before a submission when all the GPUs the course may use at once are taken (from the database)."""
     return {"course": course, "gpus": course_gpus_in_use(course=course)}
+
+
+@register.inclusion_tag("jobs/_typical_use.html")
+def typical_use(assignment) -> dict:
+    """The assignment editor's line on what the latest completed attempts used, beside the default resources."""
+    return {"assignment": assignment, "use": assignment_typical_use(assignment=assignment) if assignment else None}

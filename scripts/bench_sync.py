@@ -5,7 +5,8 @@ Submits held jobs (they stay PENDING) as student1 on the lab cluster and records
 benchmark's own database (BENCH_DATABASE_URL, created and migrated on first use). Per size it runs a first
 cycle (which records what squeue says), then measures:
 - a quiet cycle (nothing changed in Slurm), and
-- a cycle in which half of the jobs finish (cancelled just before),
+- a cycle in which half of the jobs finish (cancelled just before; the same cycle reads what they used, one
+  more sacct however many),
 printing Slurm commands, slurmctld RPCs seen by `sdiag`, SQL statements (and how many write) and wall time.
 The reference, measured in the same run: a page that polls `squeue -j` once per open job (one RPC each).
 Everything it made is cancelled and deleted at the end. Run it as root:

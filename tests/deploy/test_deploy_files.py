@@ -201,7 +201,7 @@ LAB_ONLY = re.compile(
 )
 #: What the build context holds at its top, and nothing else (.dockerignore's allow-list).
 RUNTIME_TOP = {"manage.py", "requirements.txt", "requirements-nodeps.txt", "portal", "courses", "clusterpolicy", "jobs"}
-RUNTIME_TOP |= {"reports", "ops", "lms"}
+RUNTIME_TOP |= {"reports", "ops", "api", "lms"}
 RUNTIME_TOP |= {"slurm", "templates", "static", "deploy", "scripts"}
 
 
@@ -294,6 +294,15 @@ def test_the_image_context_leaves_out_history_local_state_secrets_and_tests(path
 def test_the_image_context_keeps_what_the_portal_runs(path):
     assert (REPO / path).exists()
     assert not dockerignored(path)
+
+
+def test_the_image_context_keeps_every_app_the_settings_install():
+    """An app added to INSTALLED_APPS and forgotten in the allow-list would stop the image at its first import."""
+    from django.conf import settings
+
+    ours = [app.split(".")[0] for app in settings.INSTALLED_APPS if (REPO / app.split(".")[0]).is_dir()]
+    assert "api" in ours and "lms" in ours
+    assert [app for app in ours if dockerignored(f"{app}/__init__.py")] == []
 
 
 def compose() -> dict:

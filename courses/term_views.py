@@ -32,7 +32,8 @@ def assignment_import_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Upload a file, read the preview (or its line-numbered problems), then apply exactly that file."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=(Role.INSTRUCTOR,))
     confirming = "confirm" in request.POST
-    form = AssignmentImportForm(None if confirming else request.POST or None, None if confirming else request.FILES)
+    uploading = request.method == "POST" and not confirming
+    form = AssignmentImportForm(request.POST if uploading else None, request.FILES if uploading else None)
     plan, text = None, ""
     if confirming and (confirm := AssignmentImportConfirmForm(request.POST)).is_valid():
         text = confirm.cleaned_data["yaml_text"]
@@ -46,7 +47,7 @@ def assignment_import_view(request: HttpRequest, slug: str) -> HttpResponse:
         else:
             messages.success(request, f"Imported “{saved.title}”. This is the script students' jobs will run.")
             return redirect("jobs:assignment-detail", slug=course.slug, assignment_slug=saved.slug)
-    elif request.method == "POST" and form.is_valid():
+    elif uploading and form.is_valid():
         text = form.cleaned_data["assignment_file"]
         plan = assignment_import_plan(course=course, text=text)
     confirm = AssignmentImportConfirmForm(initial={"yaml_text": text}) if plan and plan.ok else None

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from lti_tool.models import Key
 
 from courses.models import LabSession
 from jobs.models import Status
@@ -38,6 +39,7 @@ def pages_of(persona: str, job) -> list[str]:
             f"/jobs/{job.retry_of.uuid}/retry/",
             "/jobs/help/retries/",
             "/jobs/notifications/",
+            "/api/tokens/",
             "/reports/course/cs101/mine/",
         ],
         "ta": [
@@ -45,6 +47,8 @@ def pages_of(persona: str, job) -> list[str]:
             "/courses/cs101/",
             "/jobs/course/cs101/",
             "/jobs/course/cs101/failed/",
+            "/jobs/course/cs101/gradebook/",
+            "/jobs/course/cs101/gradebook/hello/",
             f"/jobs/{job.uuid}/",
             f"/jobs/{job.retry_of.uuid}/",
             "/jobs/",
@@ -62,6 +66,10 @@ def pages_of(persona: str, job) -> list[str]:
             "/courses/cs101/hints/",
             "/courses/cs101/assignments/new/",
             "/courses/cs101/assignments/hello/edit/",
+            "/courses/cs101/assignments/import/",
+            "/courses/cs101/copy/",
+            "/jobs/course/cs101/gradebook/hello/",
+            "/api/tokens/",
             "/jobs/course/cs101/failed/",
             "/jobs/course/cs101/",
             f"/jobs/{job.uuid}/",
@@ -81,13 +89,15 @@ def pages_of(persona: str, job) -> list[str]:
             "/reports/course/cs101/statement/",
             "/courses/cs101/labs/",
             "/jobs/notifications/",
+            "/lms/setup/",
         ],
     }[persona]
 
 
 @pytest.fixture
 def operator(db):
-    """Operations staff, in no course."""
+    """Operations staff, in no course; the LMS tool has its signing key (the LMS set-up page shows it)."""
+    Key.objects.generate()
     return make_user("operator", is_staff=True)
 
 

@@ -163,3 +163,11 @@ def test_an_imported_assignment_runs(client, instructor, student, assignment, co
     assert client.post(reverse("jobs:assignment-detail", args=["cs101", "hello2"]), submit_form()).status_code == 302
     job = wait_for_status(dispatch(Job.objects.get()), Status.COMPLETED)
     assert job.assignment.slug == "hello2" and job.assignment_version.script_template == assignment.script_template
+
+
+def test_the_import_page_opens_with_an_empty_form_and_no_problem_shown(client, instructor, course):
+    client.force_login(instructor)
+    response = client.get(reverse("courses:assignment-import", args=["cs101"]))
+    assert response.status_code == 200
+    assert 'name="assignment_file"' in response.content.decode()
+    assert "This field is required" not in response.content.decode()

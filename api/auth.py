@@ -21,10 +21,9 @@ from api.models import STAFF_SCOPES, PersonalToken
 from api.services import TokenRefused, token_authenticate
 from courses.models import STAFF_ROLES, Course
 from courses.selectors import course_role
+from portal.broker import broker_redis
 
 logger = logging.getLogger(__name__)
-
-_clients: dict[str, redis.Redis] = {}
 
 
 class RateLimited(Exception):
@@ -50,20 +49,13 @@ class SessionCsrfAuth(SessionAuth):
     """The browser's session; ninja runs Django's CSRF check for unsafe methods (csrf=True)."""
 
 
-def _redis() -> redis.Redis:
-    url = settings.CELERY_BROKER_URL
-    if url not in _clients:
-        _clients[url] = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
-    return _clients[url]
-
-
 def rate_check(token: PersonalToken) -> None:
     """Count one request in the token's current minute; RateLimited past the limit. While Redis does not answer
     nothing is counted and the request goes on (the API stays up with the broker down; docs/security.md)."""
     window = int(time.time() // 60)
     key = f"labqueue:api:rate:{token.uuid}:{window}"
     try:
-        pipe = _redis().pipeline()
+        pipe = broker_redis().pipeline()
         pipe.incr(key)
         pipe.expire(key, 61)
         count, _ = pipe.execute()

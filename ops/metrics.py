@@ -38,10 +38,8 @@ import hmac
 import ipaddress
 import logging
 import math
-import threading
 import time
 
-import redis
 from django.conf import settings
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
@@ -58,6 +56,7 @@ from prometheus_client.core import (
 
 from jobs.models import Job, Status
 from ops.health import association_reconcile_last, job_sync_last, usage_ingest_last
+from portal.broker import broker_redis
 from slurm.runner import Command
 
 logger = logging.getLogger(__name__)
@@ -71,18 +70,7 @@ LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 #: After Redis failed to answer, commands and requests are not counted for this long.
 REDIS_BACKOFF_SECONDS = 30.0
 
-_clients: dict[str, redis.Redis] = {}
-_clients_lock = threading.Lock()
 _redis_down_until = 0.0
-
-
-def _redis() -> redis.Redis:
-    """A client for the broker's Redis database (one per URL and process; redis-py pools connections)."""
-    url = settings.CELERY_BROKER_URL
-    with _clients_lock:
-        if url not in _clients:
-            _clients[url] = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
-        return _clients[url]
 
 
 def _count(what: str, key: str, *, increments: dict[str, int], seconds: dict[str, float]) -> None:
@@ -91,7 +79,7 @@ def _count(what: str, key: str, *, increments: dict[str, int], seconds: dict[str
     if time.monotonic() < _redis_down_until:
         return
     try:
-        pipe = _redis().pipeline(transaction=False)
+        pipe = broker_redis().pipeline(transaction=False)
         for field, amount in increments.items():
             pipe.hincrby(key, field, amount)
         for field, amount in seconds.items():
@@ -182,7 +170,7 @@ class PortalCollector:
             yield GaugeMetricFamily(name, help_text, value=(now - last).total_seconds() if last else math.inf)
 
     def _redis(self):
-        pipe = _redis().pipeline(transaction=False)
+        pipe = broker_redis().pipeline(transaction=False)
         pipe.hgetall(COMMANDS_KEY)
         pipe.hgetall(REQUESTS_KEY)
         queues = list(getattr(settings, "CELERY_TASK_QUEUES", None) or ["celery"])

@@ -3,7 +3,8 @@ histogram), counted by every web process into the broker's Redis so any one of t
 
 import pytest
 
-from ops.metrics import REQUESTS_KEY, _redis
+from ops.metrics import REQUESTS_KEY
+from portal.broker import broker_redis
 from tests.ops.metrics_helpers import TOKEN, scrape
 
 pytestmark = pytest.mark.django_db
@@ -12,9 +13,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def metrics_on(settings):
     settings.LABQUEUE_METRICS_TOKEN = TOKEN
-    _redis().delete(REQUESTS_KEY)
+    broker_redis().delete(REQUESTS_KEY)
     yield
-    _redis().delete(REQUESTS_KEY)
+    broker_redis().delete(REQUESTS_KEY)
 
 
 def test_requests_are_counted_by_view_method_and_status_with_their_latency(client, student, metrics_on):

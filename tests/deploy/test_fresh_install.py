@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from ops.metrics import REQUESTS_KEY, _redis
+from ops.metrics import REQUESTS_KEY
+from portal.broker import broker_redis
 from tests.deploy.units import REPO, environment, exec_start
 from tests.http_helpers import celery_queue_clear
 from tests.service_account import _start, free_port, service_argv, service_env, stop
@@ -28,7 +29,7 @@ TOKEN = "scraper-token-for-the-fresh-install"
 def fresh_install(settings, service_media, empty_database, tmp_path) -> Iterator[tuple[str, Path]]:
     """The units started on an empty database, in the order systemd starts them; yields the web address."""
     celery_queue_clear()
-    _redis().delete(REQUESTS_KEY)  # counted from this install's start, as on a new Redis
+    broker_redis().delete(REQUESTS_KEY)  # counted from this install's start, as on a new Redis
     port = free_port()
     env = service_env(
         settings,

@@ -26,7 +26,7 @@ FORMAT = 1
 HEADER = "# A LabQueue assignment (export, keep in git, import into a course of a later term).\n"
 TEXTS = ("title", "slug", "description", "script_template")
 RESOURCES = ("gpus", "cpus", "mem_mb", "minutes")
-SETTINGS = ("max_attempts", "late_policy", "grace_minutes")
+SETTINGS = ("max_attempts", "late_policy", "grace_minutes", "interactive", "interactive_labs_only")
 KEYS = ("labqueue", "title", "slug", "description", "script_template", "parameters", "resources", *SETTINGS, "hints")
 HINT_KEYS = ("state", "pattern", "message")
 

@@ -179,6 +179,8 @@ class AssignmentForm(forms.ModelForm):
             "due_at",
             "late_policy",
             "grace_minutes",
+            "interactive",
+            "interactive_labs_only",
         ]
         labels = {
             "check_script": "Check (automatic feedback)",

@@ -25,6 +25,7 @@ COURSE_POLICY_FIELDS = (
     "max_gpus_course",
     "partition",
     "qos",
+    "staff_may_open_sessions",
 )
 
 
@@ -66,6 +67,13 @@ class Course(models.Model):
         blank=True,
         validators=[slurm_name_validator],
         help_text="Slurm QOS for the course's jobs; empty: the portal-wide LABQUEUE_COURSE_QOS, if any.",
+    )
+    staff_may_open_sessions = models.BooleanField(
+        default=False,
+        db_default=False,
+        verbose_name="Staff may open students' notebook sessions",
+        help_text="TAs and instructors may open a student's running JupyterLab session (each opening is logged). "
+        "Off: only the student who started it.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -189,6 +197,19 @@ class Assignment(models.Model):
         default=0,
         db_default=0,
         help_text="Minutes after the due date during which a submission still counts as on time.",
+    )
+    interactive = models.BooleanField(
+        default=False,
+        db_default=False,
+        verbose_name="Interactive notebook",
+        help_text="Students start a JupyterLab session on a GPU instead of a batch job; it lasts at most the "
+        "wall time. The script runs first, to prepare the session (e.g. module load cuda).",
+    )
+    interactive_labs_only = models.BooleanField(
+        default=False,
+        db_default=False,
+        verbose_name="Sessions only during labs",
+        help_text="Interactive assignments: students may start a session only while one of the course's labs is on.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

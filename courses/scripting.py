@@ -42,10 +42,15 @@ MAX_PARAMETERS = 30
 # Files the portal itself writes in every job directory; no upload may take these names.
 SCRIPT_NAME, STDOUT_NAME, STDERR_NAME = "job.sh", "job.out", "job.err"
 PORTAL_FILE_NAMES = (SCRIPT_NAME, STDOUT_NAME, STDERR_NAME)
+# Where an interactive session's job writes its notebook server's address and key (jobs.sessions); no upload
+# takes it, as no upload's name starts with a dot.
+SESSION_FILE_NAME = ".labqueue-session.json"
 # The line after which a rendered script holds the assignment's template body.
 BODY_MARKER = "# ---- assignment script ----"
 # The line before the parameters; only the parameters (one line each) lie between it and BODY_MARKER.
 PARAMETERS_LINE = "# Parameters, checked by the portal:"
+# The line after which the portal's own part follows the template body (an interactive session's launcher).
+EPILOGUE_MARKER = "# ---- written by the portal ----"
 
 
 @dataclass(frozen=True)
@@ -269,6 +274,8 @@ def validate_template(body: str) -> str:
         raise ValidationError("Leave out the #! line: the portal runs every script with /bin/bash.")
     if "\x00" in body:
         raise ValidationError("The script contains a NUL character.")
+    if EPILOGUE_MARKER in body.splitlines():
+        raise ValidationError(f"The line '{EPILOGUE_MARKER}' is the portal's own: remove it from the script.")
     return body.replace("\r\n", "\n")
 
 
@@ -277,8 +284,12 @@ def format_minutes(minutes: int) -> str:
     return f"{hours:02d}:{mins:02d}:00"
 
 
-def render_script(*, body: str, values: dict, resources: Resources, dataset_path: str = "", label: str = "") -> str:
-    """The exact batch script the portal submits. Only the portal writes #SBATCH lines."""
+def render_script(
+    *, body: str, values: dict, resources: Resources, dataset_path: str = "", label: str = "", epilogue: str = ""
+) -> str:
+    """The exact batch script the portal submits. Only the portal writes #SBATCH lines.
+
+    `epilogue` is the portal's own script part after the template body (never an instructor's text)."""
     lines = ["#!/bin/bash"]
     if resources.gpus:
         lines.append(f"#SBATCH --gres=gpu:{resources.gpus}")
@@ -298,6 +309,8 @@ def render_script(*, body: str, values: dict, resources: Resources, dataset_path
         lines.append(f"export DATASET={shlex.quote(dataset_path)}")
     lines.append(BODY_MARKER)
     lines.append(validate_template(body).rstrip("\n"))
+    if epilogue:
+        lines += [EPILOGUE_MARKER, epilogue.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -314,7 +327,10 @@ def script_body(script: str) -> str | None:
     if not parameters:
         return None
     _exports, marker, body = f"\n{rest}".partition(f"\n{BODY_MARKER}\n")
-    return body if marker else None
+    if not marker:
+        return None
+    body, _marker, _epilogue = f"\n{body}".partition(f"\n{EPILOGUE_MARKER}\n")
+    return body[1:]  # a template line never equals the marker (validate_template)
 
 
 def _comment_safe(text: str) -> str:

@@ -63,6 +63,14 @@ def lab_session_next(*, course: Course, now=None) -> LabSession | None:
     return sessions.order_by("starts_at").first()
 
 
+def lab_in_progress(*, course: Course, now=None) -> LabSession | None:
+    """The course's lab that is on now (scheduled or reserved), if any."""
+    now = now or timezone.now()
+    open_states = (LabSession.State.SCHEDULED, LabSession.State.RESERVED)
+    sessions = LabSession.objects.filter(course=course, state__in=open_states, starts_at__lte=now, ends_at__gt=now)
+    return sessions.order_by("starts_at").first()
+
+
 def lab_session_get(*, course: Course, session_uuid) -> LabSession:
     return get_object_or_404(LabSession, course=course, uuid=session_uuid)
 

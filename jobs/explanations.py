@@ -78,6 +78,17 @@ CONTACT = "If this keeps happening, tell your TA; it is not something you can fi
 
 # Order matters: the first rule that matches explains the job.
 CATALOGUE: tuple[Rule, ...] = (
+    # --- An interactive session whose node cannot start JupyterLab (jobs.sessions) ---
+    Rule(
+        "no-jupyter",
+        "JupyterLab is not available on the cluster's nodes",
+        "The session's job started, but the node it ran on has no 'jupyter' command after the portal's set-up "
+        "line (the operators' setting LABQUEUE_INTERACTIVE_SETUP), so no notebook could open.",
+        "Tell your TA or the operators: LABQUEUE_INTERACTIVE_SETUP must make JupyterLab available on the nodes "
+        "(for example 'module load jupyterlab'). Start the session again once they confirm it is fixed; this "
+        "session used almost none of your budget.",
+        log=_re(r"^LabQueue: JupyterLab is not available"),
+    ),
     # --- Refused at submission (sbatch said no) ---
     Rule(
         "no-cluster-account",

@@ -24,6 +24,8 @@ from zipfile import ZIP_DEFLATED
 
 from zipstream import ZipStream
 
+from courses.scripting import SESSION_FILE_NAME
+
 MAX_LISTED_FILES = 500
 #: Directories deeper than this below the job directory are not walked into.
 MAX_DEPTH = 32
@@ -70,6 +72,8 @@ def name_problem(path: str) -> str | None:
         return "its name holds a backslash, which Windows reads as a folder separator"
     if any(_is_undecodable(ch) for ch in path):
         return "its name is not valid UTF-8 text"
+    if path == SESSION_FILE_NAME:
+        return "it holds the notebook session's address and key, which only the portal reads"
     return None
 
 

@@ -28,6 +28,7 @@ from django.utils.timesince import timesince
 
 import portal
 from jobs.models import ACTIVE_IN_SLURM, Job, JobEvent
+from jobs.sessions import session_shown
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 #: Columns the live part does not show as they are (checked_at: see the module's docstring).
@@ -50,6 +51,7 @@ def job_live_etag(*, job: Job, viewer) -> str | None:
         job_out_of_date(job),
         JobEvent.objects.filter(job=job).order_by("-pk").values_list("pk", flat=True).first(),
         _files_stat(job),
+        session_shown(job),
     ]
     return '"' + hashlib.blake2b(repr(shown).encode(), digest_size=16).hexdigest() + '"'
 

@@ -203,6 +203,33 @@ class Job(models.Model):
         return STDERR_NAME
 
 
+class InteractiveSession(models.Model):
+    """The JupyterLab server an interactive job runs, as the worker found it (jobs.sessions).
+
+    The job writes where it listens into its folder (SESSION_FILE); the worker reads it and records it here once
+    the server answers, and the proxy's auth check (jobs.session_views) reads only this row and the job's status.
+    The address and token never reach a browser.
+    """
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="session")
+    host = models.CharField(max_length=255, blank=True)
+    port = models.PositiveIntegerField(null=True, blank=True)
+    token = models.CharField(max_length=128, blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True, help_text="When the notebook server first answered.")
+    last_activity_at = models.DateTimeField(
+        null=True, blank=True, help_text="The notebook server's own last activity (its /api/status)."
+    )
+    checked_at = models.DateTimeField(null=True, blank=True, help_text="When the worker last asked the server.")
+    stopped_idle = models.BooleanField(default=False, help_text="The portal stopped it for being idle.")
+
+    def __str__(self) -> str:
+        return f"session of {self.job}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.ready_at is not None and self.job.status == Status.RUNNING
+
+
 class CheckStatus(models.TextChoices):
     QUEUED = "queued", "Waiting to be sent to the cluster"
     SUBMITTING = "submitting", "Being sent to the cluster"

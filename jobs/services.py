@@ -17,12 +17,13 @@ from courses.deadlines import is_late, submission_date_problem
 from courses.models import Assignment, AssignmentVersion, Course, Dataset
 from courses.policy import resource_problems, running_notice, submission_problems
 from courses.scripting import Resources, render_script, script_body
-from courses.selectors import course_role, course_within_ceilings
+from courses.selectors import course_role, course_within_ceilings, lab_in_progress
 from courses.services import assignment_version_current
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.lifecycle import job_transition
-from jobs.models import ACTIVE_IN_SLURM, TERMINAL, Job, JobEvent, JobNote, Status
+from jobs.models import ACTIVE_IN_SLURM, TERMINAL, InteractiveSession, Job, JobEvent, JobNote, Status
 from jobs.selectors import student_gpu_hours, student_live_jobs
+from jobs.sessions import session_launcher
 from jobs.staging import staging_clear, staging_dir
 from jobs.workdir import job_workdir
 
@@ -108,10 +109,15 @@ def _job_create(
     limits, live, used = _request_allowed(
         user=user, assignment=assignment, resources=resources, actor=actor, retry_of=retry_of
     )
-    version, script = _job_script(
-        assignment=assignment, values=values, resources=resources, dataset=dataset, retry_of=retry_of
-    )
     job = Job(user=user, assignment=assignment, run_as=user.netid, parameters=values, dataset=dataset)
+    version, script = _job_script(
+        assignment=assignment,
+        values=values,
+        resources=resources,
+        dataset=dataset,
+        retry_of=retry_of,
+        session_of=job.uuid if assignment.interactive else None,
+    )
     job.gpus, job.cpus, job.mem_mb, job.minutes = (
         resources.gpus,
         resources.cpus,
@@ -131,6 +137,8 @@ def _job_create(
         # The student's how-many-th job of the assignment: the number the attempt cap counts.
         job.resubmit_of, job.attempt = resubmit_of, used + 1
     job.save()
+    if assignment.interactive:
+        InteractiveSession.objects.create(job=job)
     cause = _submitted_cause(job, actor=actor, notice=running_notice(course=limits, live_jobs=live))
     JobEvent.objects.create(job=job, to_status=Status.QUEUED, cause=cause, actor=actor)
     _stage_uploads(job, uploads)
@@ -150,6 +158,11 @@ def _request_allowed(
     job_enrollment_check(user=user, course=course, actor=actor)
     if retry_of is None and (problem := submission_date_problem(assignment=assignment, at=timezone.now())):
         raise ValidationError(problem)
+    if assignment.interactive and assignment.interactive_labs_only and not lab_in_progress(course=course):
+        raise ValidationError(
+            "Notebook sessions for this assignment open only while one of the course's labs is on, and none is "
+            "on now. The course page lists the next lab."
+        )
     if not user.netid:
         raise ValidationError(
             "Your portal account is not linked to a cluster username yet, so jobs cannot run as you. "
@@ -178,9 +191,16 @@ def _request_allowed(
 
 
 def _job_script(
-    *, assignment: Assignment, values: dict, resources: Resources, dataset: Dataset | None, retry_of: Job | None
+    *,
+    assignment: Assignment,
+    values: dict,
+    resources: Resources,
+    dataset: Dataset | None,
+    retry_of: Job | None,
+    session_of=None,
 ) -> tuple[AssignmentVersion | None, str]:
-    """The version the job runs (a retry: its attempt's) and the batch script rendered from it."""
+    """The version the job runs (a retry: its attempt's) and the batch script rendered from it; with
+    `session_of` (the new job's uuid) the script ends by starting that job's notebook server (jobs.sessions)."""
     if retry_of is not None:
         version, body = _retried_script(retry_of)
     else:
@@ -194,6 +214,7 @@ def _job_script(
         resources=resources,
         dataset_path=dataset.path if dataset else "",
         label=f"{assignment.course.code}: {assignment.title}",
+        epilogue=session_launcher(job_uuid=session_of) if session_of else "",
     )
     return version, script
 

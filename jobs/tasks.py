@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 
 from clusterpolicy import labs
-from jobs import checks, dispatch, notifications, retention
+from jobs import checks, dispatch, notifications, retention, sessions
 from jobs.workdir import WorkdirUnavailable
 from slurm import SlurmUnavailable
 
@@ -58,6 +58,12 @@ def jobs_sync() -> None:
         dispatch.heartbeat("jobs_sync")
     dispatch.jobs_requeue_stale()
     checks.checks_requeue_stale()
+
+
+@shared_task
+def sessions_follow() -> None:
+    """Interactive sessions: where new notebook servers listen, and idle ones stopped (jobs.sessions)."""
+    sessions.sessions_follow()
 
 
 @shared_task(bind=True, max_retries=8)

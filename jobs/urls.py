@@ -1,7 +1,7 @@
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.decorators.http import require_POST
 
-from jobs import file_views, gradebook, list_views, notification_views, resubmit_views, views
+from jobs import file_views, gradebook, list_views, notification_views, resubmit_views, session_views, views
 
 app_name = "jobs"
 
@@ -51,4 +51,9 @@ urlpatterns = [
     # A job request's one home: the assignment page shows the submission form and sends it (jobs.views).
     path("courses/<slug:slug>/assignments/<slug:assignment_slug>/", views.job_request, name="assignment-detail"),
     path("jobs/", include(job_patterns)),
+    # Interactive sessions, reached through the nginx proxy (jobs.session_views): its auth check, its page for a
+    # refused request, and what a browser that reaches the web server without the proxy gets under /interactive/.
+    path("interactive/auth/", session_views.session_auth, name="session-auth"),
+    path("interactive-closed/", session_views.session_closed, name="session-closed"),
+    re_path(r"^interactive/(?P<path>.*)$", session_views.session_closed),
 ]

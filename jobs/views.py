@@ -42,6 +42,7 @@ from jobs.services import (
     job_submit,
     retry_suggestion,
 )
+from jobs.sessions import session_context
 from jobs.uploads import uploads_kept, uploads_send
 
 LOG_PAGE_BYTES = 64 * 1024
@@ -121,6 +122,7 @@ def _detail_context(request: HttpRequest, job: Job) -> dict:
     explanation = explain(job, lines)
     is_owner = job.user_id == request.user.pk
     return {
+        **session_context(job, is_owner=is_owner),
         "job": job,
         "status_text": status_text(job),
         "explanation": explanation,

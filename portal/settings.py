@@ -267,6 +267,7 @@ CELERY_TASK_ROUTES = {
     "jobs.tasks.check_submit": {"queue": "submit"},
     "jobs.tasks.jobs_sync": {"queue": "sync"},
     "jobs.tasks.labs_tick": {"queue": "sync"},
+    "jobs.tasks.sessions_follow": {"queue": "sync"},
 }
 LABQUEUE_SYNC_SECONDS = env_int("LABQUEUE_SYNC_SECONDS", 5)
 # How often the worker reconciles Slurm's associations with the course policies (LABQUEUE_SLURM_SYNC_SECONDS
@@ -277,6 +278,12 @@ LABQUEUE_USAGE_INGEST_SECONDS = env_int("LABQUEUE_USAGE_INGEST_SECONDS", 300)
 CELERY_BEAT_SCHEDULE = {
     "jobs-sync": {
         "task": "jobs.tasks.jobs_sync",
+        "schedule": float(LABQUEUE_SYNC_SECONDS),
+        "options": {"expires": float(LABQUEUE_SYNC_SECONDS)},
+    },
+    # Interactive sessions: find the notebook servers that started, stop idle ones (jobs.sessions).
+    "sessions-follow": {
+        "task": "jobs.tasks.sessions_follow",
         "schedule": float(LABQUEUE_SYNC_SECONDS),
         "options": {"expires": float(LABQUEUE_SYNC_SECONDS)},
     },
@@ -357,6 +364,12 @@ LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)
 # Requests one API token may make per minute (api.auth, counted in the broker's Redis); past it: 429.
 LABQUEUE_API_REQUESTS_PER_MINUTE = env_int("LABQUEUE_API_REQUESTS_PER_MINUTE", 120)
 LABQUEUE_RESUBMIT_AFTER_SECONDS = env_int("LABQUEUE_RESUBMIT_AFTER_SECONDS", 120)
+# Interactive notebook sessions (jobs.sessions). The shell line a session's job runs to make `jupyter` available
+# on the node (a site's `module load ...`); the secret the nginx proxy sends with its auth check (empty: no
+# session opens); minutes without activity after which a session is stopped (0: never).
+LABQUEUE_INTERACTIVE_SETUP = env("LABQUEUE_INTERACTIVE_SETUP", "")
+LABQUEUE_INTERACTIVE_PROXY_SECRET = env("LABQUEUE_INTERACTIVE_PROXY_SECRET", "")
+LABQUEUE_INTERACTIVE_IDLE_MINUTES = env_int("LABQUEUE_INTERACTIVE_IDLE_MINUTES", 30)
 LABQUEUE_DEMO = env_bool("LABQUEUE_DEMO")
 
 # Usage reports (Slurm accounting copied into the portal; see reports/).

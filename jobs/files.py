@@ -77,6 +77,13 @@ def name_problem(path: str) -> str | None:
     return None
 
 
+def _unsafe_name(path: str) -> str | None:
+    """Why no file of this name may be opened at all, even by the portal for itself."""
+    if _has_control(path) or "\\" in path or any(_is_undecodable(ch) for ch in path):
+        return "its name cannot be read safely"
+    return None
+
+
 def _is_control(ch: str) -> bool:
     return ord(ch) < 32 or 127 <= ord(ch) < 160
 
@@ -90,8 +97,9 @@ def _is_undecodable(ch: str) -> bool:
     return "\udc80" <= ch <= "\udcff"
 
 
-def _parts(relative: str) -> list[str]:
-    if not relative or relative.startswith("/") or name_problem(relative) is not None:
+def _parts(relative: str, *, offered: bool = True) -> list[str]:
+    problem = name_problem(relative) if offered else _unsafe_name(relative)
+    if not relative or relative.startswith("/") or problem is not None:
         raise UnsafePath(relative)
     parts = relative.split("/")
     if any(part in ("", ".", "..") for part in parts):
@@ -120,9 +128,10 @@ def unreadable(root: str) -> bool:
     return False
 
 
-def open_file(root: str, relative: str) -> int:
-    """A read-only descriptor for a servable file under root; raises UnsafePath otherwise."""
-    parts = _parts(relative)
+def open_file(root: str, relative: str, *, offered: bool = True) -> int:
+    """A read-only descriptor for a servable file under root; raises UnsafePath otherwise. `offered=False`: a
+    file the portal reads for itself and never serves (the session file), opened with the same care."""
+    parts = _parts(relative, offered=offered)
     try:
         fd = _open_root(root)
     except OSError as error:
@@ -218,9 +227,9 @@ def tail(root: str, relative: str, limit: int) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), size > limit
 
 
-def read_head(root: str, relative: str, limit: int) -> tuple[bytes, int]:
+def read_head(root: str, relative: str, limit: int, *, offered: bool = True) -> tuple[bytes, int]:
     """The first `limit` bytes of a servable file under root and the file's size; raises UnsafePath otherwise."""
-    with os.fdopen(open_file(root, relative), "rb") as handle:
+    with os.fdopen(open_file(root, relative, offered=offered), "rb") as handle:
         return handle.read(limit), os.fstat(handle.fileno()).st_size
 
 

@@ -116,7 +116,7 @@ def _find_server(session: InteractiveSession, *, now: datetime) -> None:
 def _read_endpoint(job: Job) -> tuple[str, int, str] | None:
     """Where the job says its server listens, when it has said so in a form the portal accepts."""
     try:
-        data, _size = read_head(job.workdir, SESSION_FILE_NAME, 4096)
+        data, _size = read_head(job.workdir, SESSION_FILE_NAME, 4096, offered=False)
         endpoint = json.loads(data)
         host, port, token = str(ipaddress.ip_address(endpoint["host"])), endpoint["port"], endpoint["token"]
     except (UnsafePath, OSError, ValueError, TypeError, KeyError):

@@ -27,6 +27,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 import slurm
+from courses.models import Assignment
 from courses.scripting import SCRIPT_NAME
 from jobs.workdir import WorkdirError, WorkdirUnavailable, job_workdir, workdir_probe
 from ops.health import job_sync_last, job_sync_period, late_after
@@ -73,6 +74,7 @@ def doctor_run(*, user: str | None = None) -> list[Result]:
         ("static files", _static_files),
         ("beat", _beat),
         ("ceilings", _ceilings),
+        ("notebook sessions", _notebook_sessions),
     ]
     results = []
     for name, check in checks:
@@ -407,6 +409,38 @@ def _ceilings() -> Result:
         "(.env.example; a course's own ceiling: Django admin, Course ceilings)."
     )
     return Result("ceilings", WARN, "; ".join(problems), fix)
+
+
+def _notebook_sessions() -> Result:
+    """Interactive assignments need the proxy's shared secret (and, usually, a set-up line for jupyter)."""
+    interactive = Assignment.objects.filter(interactive=True).count()
+    secret = settings.LABQUEUE_INTERACTIVE_PROXY_SECRET
+    if not secret:
+        if not interactive:
+            return Result("notebook sessions", OK, "off: no assignment is interactive and no proxy secret is set")
+        return Result(
+            "notebook sessions",
+            FAIL,
+            f"{interactive} assignment(s) are interactive, but LABQUEUE_INTERACTIVE_PROXY_SECRET is empty, so no "
+            "session ever opens (the portal refuses every proxy request)",
+            "Set LABQUEUE_INTERACTIVE_PROXY_SECRET to a long random value in the portal's environment and the same in "
+            "nginx's (deploy/nginx/labqueue.conf.template; README, interactive sessions).",
+        )
+    if len(secret) < 32:
+        return Result(
+            "notebook sessions",
+            FAIL,
+            f"LABQUEUE_INTERACTIVE_PROXY_SECRET has {len(secret)} characters: short enough to guess",
+            "Use at least 32 random characters, e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`.",
+        )
+    if not settings.LABQUEUE_INTERACTIVE_SETUP:
+        return Result(
+            "notebook sessions",
+            WARN,
+            "LABQUEUE_INTERACTIVE_SETUP is empty: sessions start only where `jupyter` is on the jobs' default PATH",
+            "Set it to the line that makes JupyterLab available on the nodes, e.g. `module load jupyterlab`.",
+        )
+    return Result("notebook sessions", OK, f"on ({interactive} interactive assignment(s)); set-up line set")
 
 
 def _needs_user(name: str) -> Result:

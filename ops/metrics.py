@@ -54,7 +54,7 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 
-from jobs.models import Job, Status
+from jobs.models import InteractiveSession, Job, Status
 from ops.health import association_reconcile_last, job_sync_last, usage_ingest_last
 from portal.broker import broker_redis
 from slurm.runner import Command
@@ -157,6 +157,12 @@ class PortalCollector:
         submissions.add_metric([], sum(counts.values()))
         yield jobs
         yield submissions
+        open_sessions = InteractiveSession.objects.filter(job__status=Status.RUNNING).exclude(ready_at=None)
+        yield GaugeMetricFamily(
+            "labqueue_interactive_sessions_open",
+            "Notebook sessions whose server is open to their student (jobs.sessions).",
+            value=open_sessions.count(),
+        )
         now = timezone.now()
         for name, help_text, last in (
             ("labqueue_job_sync_lag_seconds", "Seconds since the job-status sync last finished.", job_sync_last()),

@@ -19,6 +19,7 @@ from jobs.models import InteractiveSession, Job, JobEvent, Status
 from jobs.sessions import session_base_url, sessions_follow
 from tests.conftest import dispatch, submit_form, submitted, wait_for_status
 from tests.lab import slurm_tool
+from tests.ops.metrics_helpers import TOKEN, scrape
 
 pytestmark = pytest.mark.slurm
 
@@ -69,7 +70,7 @@ def running_session(client, student, notebook):
 
 
 def test_a_session_opens_for_its_owner_only_and_closes_when_the_job_ends(
-    client, running_session, classmate, ta, instructor, course
+    client, running_session, classmate, ta, instructor, course, settings
 ):
     job, session = running_session
     # The job runs as the student, and the server it started answers at the job's own base URL.
@@ -79,6 +80,8 @@ def test_a_session_opens_for_its_owner_only_and_closes_when_the_job_ends(
     assert answer.status_code == 200
     assert answer["X-LabQueue-Upstream"] == f"{session.host}:{session.port}"
     assert answer["X-LabQueue-Token"] == session.token
+    settings.LABQUEUE_METRICS_TOKEN = TOKEN
+    assert scrape(client)[("labqueue_interactive_sessions_open", ())] == 1
     assert f"connect-src http://testserver{session_base_url(job.uuid)}" in answer["X-LabQueue-CSP"]
     # The job page offers Open, with the time left, and never the token.
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
@@ -113,6 +116,7 @@ def test_a_session_opens_for_its_owner_only_and_closes_when_the_job_ends(
     assert _auth(client, job).status_code == 403
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "This session has ended." in page
+    assert scrape(client)[("labqueue_interactive_sessions_open", ())] == 0
 
 
 def test_the_notebook_runs_as_the_student_in_the_job_folder_and_saves_there(client, running_session):

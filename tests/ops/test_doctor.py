@@ -102,6 +102,7 @@ def test_doctor_passes_on_the_lab_as_the_service_account_with_a_test_user(settin
         "static files": "OK",
         "beat": "OK",
         "ceilings": "OK",
+        "notebook sessions": "OK",
     }
     assert checks["job files"][1].endswith(
         f"made by the helper as {STUDENT}: the portal reads it but cannot write to it, other accounts cannot"

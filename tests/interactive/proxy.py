@@ -96,13 +96,14 @@ def proxy_running(*, web_upstream: str, secret: str, directory: Path) -> Iterato
     """nginx with the rendered template in front of `web_upstream` (host:port) until the block ends."""
     port = free_port()
     main = config_write(directory=directory, listen=f"127.0.0.1:{port}", web_upstream=web_upstream, secret=secret)
-    process = subprocess.Popen(
-        [nginx(), "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(main)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    with (directory / "stderr.log").open("wb") as stderr:
+        process = subprocess.Popen(
+            [nginx(), "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(main)],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     try:
-        port_wait(port, process)
+        port_wait(port, process, log=directory / "error.log")
         yield RunningProxy(base_url=f"http://127.0.0.1:{port}", directory=directory)
     finally:
         process.terminate()
@@ -113,15 +114,16 @@ def proxy_running(*, web_upstream: str, secret: str, directory: Path) -> Iterato
             process.wait(timeout=15)
 
 
-def port_wait(port: int, process: subprocess.Popen, seconds: float = 15) -> None:
-    """Until nginx accepts connections on `port`; an nginx that stopped instead is an error with its words."""
+def port_wait(port: int, process: subprocess.Popen, *, log: Path, seconds: float = 15) -> None:
+    """Until `process` accepts connections on `port`; a process that stopped instead is an error with the end
+    of its `log`."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if process.poll() is not None:
-            raise RuntimeError(f"nginx stopped: {process.stderr.read().decode(errors='replace')}")
+            raise RuntimeError(f"{process.args[0]} stopped ({process.returncode}): {log.read_text()[-2000:]}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError(f"nginx did not listen on 127.0.0.1:{port} within {seconds} s")
+    raise RuntimeError(f"{process.args[0]} did not listen on 127.0.0.1:{port} within {seconds} s")

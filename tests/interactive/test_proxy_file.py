@@ -204,12 +204,13 @@ def test_a_redirect_of_the_notebook_server_names_the_portal_never_the_node(proxy
     assert notebook.address not in str(response.headers)
 
 
-def test_a_websocket_is_carried_both_ways_with_the_token(proxy, notebook):
+def test_a_websocket_is_carried_both_ways_with_the_token_once_the_check_saw_its_origin(proxy, portal, notebook):
     host = proxy.removeprefix("http://")
     with socket.create_connection(tuple(host.split(":")), timeout=30) as browser:
         browser.sendall(
             f"GET /interactive/{SESSION}/api/kernels/k/channels HTTP/1.1\r\nHost: {host}\r\n"
-            "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+            "Origin: https://elsewhere.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
         )
         answer = browser.makefile("rb")
         assert answer.readline().startswith(b"HTTP/1.1 101")
@@ -220,6 +221,9 @@ def test_a_websocket_is_carried_both_ways_with_the_token(proxy, notebook):
     [(_, _, sent)] = notebook.requests
     assert sent["Upgrade"] == "websocket" and sent["Connection"].lower() == "upgrade"
     assert sent["Authorization"] == f"token {TOKEN}"
+    # Jupyter skips its own Origin check for a request that brings the token: the portal's check decides.
+    [(_, _, asked)] = portal.requests
+    assert asked["Origin"] == "https://elsewhere.example"
 
 
 def test_portal_pages_go_to_the_web_server_with_the_browsers_host_and_request_id_and_never_the_proxys_secret(

@@ -139,6 +139,18 @@ def test_the_notebook_runs_as_the_student_in_the_job_folder_and_saves_there(clie
     assert client.get(reverse("jobs:job-file", args=[job.uuid, "saved.ipynb"])).status_code == 200
 
 
+def test_five_minutes_before_its_time_limit_the_page_tells_the_student_to_save(client, running_session):
+    job, _session = running_session
+    client.force_login(job.user)
+    # As the page would show a 15-minute session 3 minutes in, then 11 minutes in.
+    Job.objects.filter(pk=job.pk).update(minutes=15, started_at=timezone.now() - timedelta(minutes=3))
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "Time left: 12 minutes." in page and "Your session ends in" not in page
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=11))
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "Your session ends in 4 minutes. Save your notebook now" in page
+
+
 def test_an_idle_session_is_stopped_and_the_page_says_why(client, running_session, settings):
     job, session = running_session
     settings.LABQUEUE_INTERACTIVE_IDLE_MINUTES = 2

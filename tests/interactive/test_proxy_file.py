@@ -253,3 +253,15 @@ def test_the_portals_redirects_reach_the_browser_as_the_portal_wrote_them(proxy)
 
     assert response.status == 302
     assert response.getheader("Location") == "/accounts/login/?next=/accounts/profile/"
+
+
+@pytest.mark.parametrize("path", ["/courses/", f"/interactive/{ENDED}/lab"])
+def test_a_web_server_that_does_not_answer_gives_a_page_in_words_not_a_bare_error(portal_proxy, path):
+    """gunicorn stopped (nothing listens on its port): pages and the session check both fail upstream."""
+    from tests.interactive.proxy import free_port
+
+    proxy = portal_proxy(f"127.0.0.1:{free_port()}", secret=SECRET).base_url
+    response = fetch(proxy, path)
+    assert response.status == 503
+    assert response.getheader("Retry-After") == "30"
+    assert "LabQueue is not answering right now" in response.body and "Try again in a minute" in response.body

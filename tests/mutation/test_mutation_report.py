@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPORT = Path(__file__).resolve().parents[2] / "scripts" / "mutation_report.py"
 #: mutmut's exit codes per status (mutmut.stats.status_by_exit_code).
 KILLED, SURVIVED, TIMEOUT = 1, 0, 36
@@ -41,3 +43,12 @@ def test_timeouts_are_not_survivors_but_a_survivor_in_a_strict_module_is_over_bu
 
     assert (row["killed"], row["timeout"], row["survived"]) == ("1", "1", "1")
     assert row["share"] == "33.3%" and row["over"] and status == 1
+
+
+@pytest.mark.parametrize("module", ["jobs/lifecycle.py", "jobs/staging.py"])
+def test_a_survivor_in_the_status_transitions_or_the_staged_uploads_is_over_budget(tmp_path, module):
+    codes = {f"m__{n}": KILLED for n in range(30)} | {"m__s": SURVIVED}
+
+    status, row = report(tmp_path, module, codes)
+
+    assert row["survived"] == "1" and row["over"] and status == 1

@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import Dataset
+from courses.models import Assignment, Dataset
 from jobs import notifications
 from jobs.management.commands.seed_demo import DEMO_PASSWORD
 from jobs.models import Job, Status
@@ -198,3 +198,15 @@ def test_the_demo_answers_errors_with_the_portals_own_pages_not_djangos_debug_pa
     assert missing == 404 and "Page not found" in missing_page and "Django" not in missing_page
     assert refused == 403 and "Only operations staff see all courses." in refused_page
     assert failed == 500 and "Something went wrong" in failed_page and "Traceback" not in failed_page
+
+
+def test_the_demo_seeds_a_notebook_assignment_and_gives_the_portal_the_proxy_secret_and_the_labs_set_up(seeded, state):
+    notebook = Assignment.objects.get(course__slug="cs101-demo", slug="notebook")
+    assert notebook.interactive and (notebook.gpus, notebook.minutes) == (1, 30)
+    prepare(state)
+    env = demo_env(state)
+    assert env["LABQUEUE_INTERACTIVE_SETUP"] == ". /opt/labqueue/jupyter/bin/activate"
+    assert (
+        env["LABQUEUE_INTERACTIVE_PROXY_SECRET"] == (state / "secrets" / "interactive-proxy-secret").read_text().strip()
+    )
+    assert f'"{env["LABQUEUE_INTERACTIVE_PROXY_SECRET"]}"' in (state / "nginx" / "labqueue.conf").read_text()

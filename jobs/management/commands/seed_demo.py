@@ -1,5 +1,6 @@
-"""Seed the demo (scripts/demo runs it): a course with an instructor, a TA and students, a GPU assignment, and
-an operator of the site. Idempotent. In jobs, not courses: it also sets the people's job mail choices.
+"""Seed the demo (scripts/demo runs it): a course with an instructor, a TA and students, a GPU assignment, a
+notebook assignment (a JupyterLab session on a GPU, opened through the demo's nginx), and an operator of the
+site. Idempotent. In jobs, not courses: it also sets the people's job mail choices.
 
 Every persona of the portal can sign in: the course's people with their addresses (student3 has none, as
 when the campus sign-in sends none, to show a student giving their own), and ops1, the operations staff
@@ -39,6 +40,10 @@ done
 echo "model=$MODEL epochs=$EPOCHS lr=$LR" > results/metrics.txt
 echo "Done. Results are in results/metrics.txt"
 """
+#: The notebook assignment's script only prepares the session; JupyterLab is started after it (jobs/sessions.py).
+NOTEBOOK_SCRIPT = """\
+echo "Session on $(hostname) as $(whoami), CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+"""
 PARAMETERS = [
     {"name": "EPOCHS", "type": "int", "default": 10, "min": 1, "max": 30, "help": "Training epochs (1 s each here)."},
     {"name": "LR", "type": "float", "default": 0.01, "min": 0.0001, "max": 1.0, "help": "Learning rate."},
@@ -47,7 +52,7 @@ PARAMETERS = [
 
 
 class Command(BaseCommand):
-    help = "Create the demo course, its people and a GPU assignment (safe to run again)."
+    help = "Create the demo course, its people, a GPU assignment and a notebook one (safe to run again)."
 
     def add_arguments(self, parser):
         parser.add_argument("--dataset-root", default="/var/lib/labqueue/datasets")
@@ -57,6 +62,7 @@ class Command(BaseCommand):
         self._people(course)
         self._operator()
         self._assignment(course, dataset_root=dataset_root)
+        self._notebook(course)
         self.stdout.write(self.style.SUCCESS(f"Demo course {course} is ready."))
         for username, _, _, role, email in PEOPLE:
             self.stdout.write(f"  {role:<10} {username} / {DEMO_PASSWORD}  {email or '(no address)'}")
@@ -121,6 +127,26 @@ class Command(BaseCommand):
             },
         )
         assignment.datasets.set([dataset])
+        return assignment
+
+    @staticmethod
+    def _notebook(course: Course) -> Assignment:
+        """The interactive assignment: Start session runs JupyterLab as the student on one GPU for 30 minutes."""
+        assignment, _ = Assignment.objects.update_or_create(
+            course=course,
+            slug="notebook",
+            defaults={
+                "title": "Notebook: explore the GPU",
+                "description": "Start a JupyterLab session on one GPU, run a cell, save the notebook, stop it.",
+                "script_template": NOTEBOOK_SCRIPT,
+                "parameters": [],
+                "interactive": True,
+                "gpus": 1,
+                "cpus": 1,
+                "mem_mb": 2000,
+                "minutes": 30,
+            },
+        )
         return assignment
 
     @staticmethod

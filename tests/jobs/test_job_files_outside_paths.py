@@ -1,6 +1,7 @@
 """A download path that leaves the job's folder is refused even when the file it reaches is the student's own
-(another job's results, which course staff of this course may not see): one through a folder the job replaced
-with a symlink, and one that climbs back up with "..". No cluster: the folder is what the job would leave."""
+(another job's results, which course staff of this course may not see): through a folder the job replaced with a
+symlink, through a job folder the student replaced with one, and back up with ".."; a path with "." in it names
+no file the page lists. No cluster: the folders are what the job or the student would leave."""
 
 import os
 import pwd
@@ -41,3 +42,16 @@ def test_a_path_that_climbs_back_up_through_a_folder_is_refused_though_the_file_
 
     assert download(client, finished_job, "sub/inside.txt").status_code == 200
     assert download(client, finished_job, "sub/../job.out").status_code == 404
+    assert download(client, finished_job, "./job.out").status_code == 404
+    assert download(client, finished_job, "sub/./inside.txt").status_code == 404
+
+
+def test_a_job_folder_the_student_replaced_with_a_symlink_to_their_other_files_is_not_followed(
+    client, finished_job, tmp_path
+):
+    students_file(tmp_path / "other-course-job" / "job.out", "another course's output\n")
+    workdir = Path(finished_job.workdir)
+    workdir.rmdir()  # the student owns the folder above it, so they may put a symlink in its place
+    os.symlink(tmp_path / "other-course-job", workdir)
+
+    assert download(client, finished_job, "job.out").status_code == 404

@@ -129,6 +129,8 @@ def test_a_file_named_with_a_carriage_return_is_neither_downloaded_nor_zipped_an
         ("nbsp\xa0.txt", True, "nbsp\xa0.txt"),  # 160, printable again
         ("back\\slash.txt", False, "back\\slash.txt"),  # a folder separator to Windows' unzip
         (os.fsdecode(b"caf\xe9.txt"), False, "caf\\udce9.txt"),  # Latin-1, not UTF-8
+        (os.fsdecode(b"low\x80.txt"), False, "low\\udc80.txt"),  # the first byte os.fsdecode keeps as U+DC80
+        (os.fsdecode(b"high\xff.txt"), False, "high\\udcff.txt"),  # and the last, as U+DCFF
     ],
 )
 def test_a_name_is_linked_unless_it_holds_a_character_the_rule_refuses_which_is_then_made_visible(

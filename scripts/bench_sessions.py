@@ -14,8 +14,8 @@ gunicorn used meanwhile.
 
     .venv/bin/python scripts/bench_sessions.py [--requests 40] [--gpus 0]
 
-Hold the lab lock (flock /tmp/coord/lab.lock) for the whole run: ten sessions take most of the lab's CPUs (its
-eight GPUs too with --gpus 1, where two sessions wait). Uses its own database and Redis DB (scripts/benchlib.py);
+Run it alone on the lab cluster: ten sessions take most of the lab's CPUs (its eight GPUs too with --gpus 1,
+where two sessions wait). Uses its own database and Redis DB (scripts/benchlib.py);
 stops every session it started and removes its run directory (logs kept). No fakes: JupyterLab is the lab's
 (/opt/labqueue/jupyter, scripts/labcluster), started by Slurm as the students.
 """
@@ -157,7 +157,8 @@ def open_wait(session, base: str, job_uuid: str) -> float:
 
 class KernelStream:
     """A kernel's WebSocket (/api/kernels/<id>/channels) through nginx, with the student's cookie and the portal's
-    Origin, as JupyterLab opens it; a thread reads it and counts the lines the cell prints."""
+    Origin, as JupyterLab opens it; a thread reads it and counts the lines the cell prints. RFC 6455 by hand (the
+    handshake, masked frames out, pings answered): the requirements hold no WebSocket client."""
 
     def __init__(self, base: str, path: str, cookie: str) -> None:
         host, port = base.removeprefix("http://").split(":")

@@ -96,21 +96,30 @@ def associations_reconcile(
 ) -> AssociationRun:
     """Reconcile these courses (all when None) with Slurm; record the run. Raises SlurmUnavailable
     when sacctmgr does not answer before anything was read (the run row then says so)."""
-    cluster = settings.LABQUEUE_SLURM_CLUSTER
     courses = Course.objects.exclude(slurm_account="").order_by("pk")
     if course_slugs is not None:
         # Every course on the chosen courses' accounts, so that an account another course shares is seen as shared.
         courses = courses.filter(slurm_account__in=courses.filter(slug__in=course_slugs).values("slurm_account"))
-    desired, errors = desired_accounts(list(courses))
-    run = AssociationRun.objects.create(trigger=trigger, dry_run=dry_run, courses=[d.account for d in desired])
-    try:
-        actual = accounts.assoc_list(cluster=cluster, accounts=[d.account for d in desired])
-    except SlurmError as error:
-        run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
-        run.finished_at = timezone.now()
-        run.save(update_fields=["errors", "finished_at"])
-        raise
-    changes, unmanaged = plan(cluster=cluster, desired=desired, actual=actual, known_users=_known_users())
+    on_cluster: dict[str, list[Course]] = {}
+    for course in courses:  # each cluster's associations are its own (sacctmgr ... cluster=<name>)
+        on_cluster.setdefault(course.cluster or settings.LABQUEUE_SLURM_CLUSTER, []).append(course)
+    planned = {cluster: desired_accounts(listed) for cluster, listed in sorted(on_cluster.items())}
+    errors = [error for _desired, problems in planned.values() for error in problems]
+    run = AssociationRun.objects.create(
+        trigger=trigger, dry_run=dry_run, courses=[d.account for desired, _ in planned.values() for d in desired]
+    )
+    changes, unmanaged = [], []
+    for cluster, (desired, _problems) in planned.items():
+        try:
+            actual = accounts.assoc_list(cluster=cluster, accounts=[d.account for d in desired])
+        except SlurmError as error:
+            run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
+            run.finished_at = timezone.now()
+            run.save(update_fields=["errors", "finished_at"])
+            raise
+        found, not_ours = plan(cluster=cluster, desired=desired, actual=actual, known_users=_known_users())
+        changes += found
+        unmanaged += not_ours
     if not dry_run:
         for change in changes:
             try:

@@ -22,7 +22,7 @@ class EnrollmentInline(admin.TabularInline):
 
 @admin.register(Course)
 class CourseAdmin(admin.ModelAdmin):
-    list_display = ("code", "term", "title", "slurm_account", "partition")
+    list_display = ("code", "term", "title", "slurm_account", "partition", "cluster")
     search_fields = ("code", "title", "slurm_account")
     inlines = [EnrollmentInline]
 

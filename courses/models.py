@@ -2,6 +2,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
@@ -14,6 +15,17 @@ slurm_name_validator = RegexValidator(
 
 #: A course's resource policy: what an instructor sets on the policy page and a new term keeps (the limits, the
 #: budget, the partition and QOS; not the names or the Slurm account).
+def other_cluster_validator(value: str) -> None:
+    """A course runs on the portal's own cluster (empty) or on one of the site's other clusters."""
+    others = settings.LABQUEUE_SLURM_OTHER_CLUSTERS
+    if value and value not in others:
+        listed = ", ".join(others) if others else "none is set"
+        raise ValidationError(
+            f"'{value}' is not one of this site's other clusters (LABQUEUE_SLURM_OTHER_CLUSTERS: {listed}). Leave it "
+            "empty for the portal's own cluster."
+        )
+
+
 COURSE_POLICY_FIELDS = (
     "max_gpus_per_job",
     "max_cpus_per_job",
@@ -67,6 +79,15 @@ class Course(models.Model):
         blank=True,
         validators=[slurm_name_validator],
         help_text="Slurm QOS for the course's jobs; empty: the portal-wide LABQUEUE_COURSE_QOS, if any.",
+    )
+    cluster = models.CharField(
+        max_length=64,
+        blank=True,
+        db_default="",
+        default="",
+        validators=[other_cluster_validator],
+        help_text="Another cluster of the site the course's jobs run on (LABQUEUE_SLURM_OTHER_CLUSTERS); "
+        "empty: the portal's own cluster.",
     )
     staff_may_open_sessions = models.BooleanField(
         default=False,

@@ -399,8 +399,9 @@ _NOT_COPIED = {"id", "uuid", "course", "created_at", "updated_at", "opens_at", "
 def course_copy(*, source: Course, fields: dict, actor) -> Course:
     """A new course for another term from `source`: its policy, ceilings, data sets, assignments (current
     script, parameters, resources, starter files, checks, late policy) and hints; not its people, jobs, labs,
-    usage or dates. `fields` name the new course (slug, code, title, term, slurm_account); `actor` teaches it."""
-    course = Course(**{name: getattr(source, name) for name in COURSE_POLICY_FIELDS}, **fields)
+    usage or dates. `fields` name the new course (slug, code, title, term, slurm_account); `actor` teaches it.
+    It runs on the same cluster as `source`."""
+    course = Course(**{name: getattr(source, name) for name in COURSE_POLICY_FIELDS}, cluster=source.cluster, **fields)
     course.full_clean()
     course.save()
     ceiling = CourseCeiling.objects.filter(course=source).first()

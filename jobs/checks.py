@@ -205,6 +205,7 @@ def check_spec(run: CheckRun) -> slurm.JobSpec:
         stdout=str(workdir / run.output_name),
         stderr=str(workdir / run.output_name),
         dependency=f"afterok:{job.slurm_job_id}",
+        cluster=job.cluster,
     )
 
 
@@ -226,7 +227,8 @@ def _refusal(job: Job) -> str:
 
 def checks_in_slurm() -> list[CheckRun]:
     """The checks Slurm has, for the sync to ask about in the squeue and sacct calls it makes for jobs."""
-    return list(CheckRun.objects.filter(status__in=CHECK_ACTIVE_IN_SLURM).exclude(slurm_job_id=""))
+    active = CheckRun.objects.filter(status__in=CHECK_ACTIVE_IN_SLURM).exclude(slurm_job_id="")
+    return list(active.select_related("job"))
 
 
 def checks_follow_queue(runs: list[CheckRun], live: dict[str, slurm.LiveJob]) -> list[CheckRun]:
@@ -296,7 +298,7 @@ def checks_requeue_stale() -> None:
     stuck = CheckRun.objects.filter(status=CheckStatus.SUBMITTING, updated_at__lt=grace).select_related("job")
     for run in list(stuck):
         try:
-            found = slurm.find_by_name(_check_name(run.job))
+            found = slurm.find_by_name(_check_name(run.job), cluster=run.job.cluster)
         except slurm.SlurmUnavailable as error:
             log.warning("Checks left being sent not looked up, Slurm did not answer: %s", error)
             break

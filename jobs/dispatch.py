@@ -24,7 +24,7 @@ from jobs.checks import checks_finish, checks_follow_queue, checks_in_slurm
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.explanations import CLUSTER_SILENT, explain
 from jobs.lifecycle import job_transition
-from jobs.models import ACTIVE_IN_SLURM, FINISHED_SLURM, Heartbeat, Job, JobEvent, Status
+from jobs.models import ACTIVE_IN_SLURM, FINISHED_SLURM, Heartbeat, Job, JobEvent, Status, cluster_heartbeat_name
 from jobs.selectors import job_starter_files
 from jobs.staging import staging_dir
 from jobs.workdir import WorkdirError, WorkdirUnavailable, workdir_submit
@@ -63,7 +63,7 @@ def _dispatch(job: Job) -> None:
         if first_attempt:
             slurm_id = _submit(job, refusal=refusal, files=files, digests=digests)
         else:  # a job Slurm already has is adopted whatever changed since
-            slurm_id = slurm.find_by_name(job.slurm_name) or _submit_again(job)
+            slurm_id = slurm.find_by_name(job.slurm_name, cluster=job.cluster) or _submit_again(job)
     except slurm.SlurmUnavailable as error:
         job_transition(
             job=job,
@@ -133,6 +133,7 @@ def job_spec(job: Job) -> slurm.JobSpec:
         stdout=str(workdir / job.stdout_name),
         stderr=str(workdir / job.stderr_name),
         reservation=job.reservation,
+        cluster=job.cluster,
         # In a lab the site's lab QOS (it may preempt research work, README "Classroom priority"), else the course's.
         qos=(settings.LABQUEUE_LAB_QOS or job.qos) if job.reservation else job.qos,
     )
@@ -198,7 +199,7 @@ def job_scancel(*, job_id: int) -> None:
     job = Job.objects.get(pk=job_id)
     if job.slurm_job_id and not job.is_terminal:
         with job_logging(job.uuid):
-            slurm.cancel(job.slurm_job_id, run_as=job.run_as)
+            slurm.cancel(job.slurm_job_id, run_as=job.run_as, cluster=job.cluster)
 
 
 #: What squeue tells about a job still in the queue (_live_fields).
@@ -248,20 +249,39 @@ def _final_status(state: str) -> Status | None:
 
 
 def jobs_sync() -> int:
-    """Bring every active job up to date with at most three Slurm commands, however many jobs: one squeue for
-    the live ones, one sacct for those that left the queue or finished, and one sacct for what finished jobs
-    used (_collect_usage)."""
+    """Bring every active job up to date with at most three Slurm commands per cluster, however many jobs: one
+    squeue for the live ones, one sacct for those that left the queue or finished, and one sacct for what
+    finished jobs used (_collect_usage). Each other cluster (LABQUEUE_SLURM_OTHER_CLUSTERS) is asked every cycle,
+    so its courses' pages know when it stops answering; one that does not answer holds up only its own jobs.
+    Raises SlurmUnavailable when the portal's own cluster did not answer (after the others were followed)."""
     active = list(Job.objects.filter(status__in=ACTIVE_IN_SLURM).exclude(slurm_job_id=""))
     check_runs = checks_in_slurm()  # assignments' checks ride along in the same two calls (jobs.checks)
-    if active or check_runs:
-        _follow_slurm(active, check_runs)
+    clusters = {job.cluster for job in active} | {run.job.cluster for run in check_runs}
+    silent_here = None
+    for cluster in sorted(clusters | set(settings.LABQUEUE_SLURM_OTHER_CLUSTERS)):
+        try:
+            _follow_slurm(
+                [job for job in active if job.cluster == cluster],
+                [run for run in check_runs if run.job.cluster == cluster],
+                cluster=cluster,
+            )
+        except slurm.SlurmUnavailable as error:
+            if not cluster:
+                silent_here = error
+                continue
+            log.warning("The cluster %s did not answer; its jobs wait for the next cycle: %s", cluster, error)
+            continue
+        if cluster:
+            heartbeat(cluster_heartbeat_name(cluster))
     _collect_usage()
+    if silent_here is not None:
+        raise silent_here
     return len(active)
 
 
-def _follow_slurm(active: list[Job], check_runs: list) -> None:
-    """One squeue for the active jobs and checks, then one sacct for those that left the queue."""
-    live = slurm.queue()
+def _follow_slurm(active: list[Job], check_runs: list, *, cluster: str = "") -> None:
+    """One squeue for the cluster's active jobs and checks, then one sacct for those that left the queue."""
+    live = slurm.queue(cluster=cluster)
     now = timezone.now()
     finished, changed, unchanged = [], [], []
     for job in active:
@@ -288,7 +308,7 @@ def _follow_slurm(active: list[Job], check_runs: list) -> None:
         # Left the queue: finished, but how is known only from sacct. Until it answers the job is
         # neither "running" nor done, and its check time stays old so the page says so.
         Job.objects.filter(pk__in=[job.pk for job in finished], left_queue_at=None).update(left_queue_at=now)
-        records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished + checks_left])
+        records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished + checks_left], cluster=cluster)
         Job.objects.filter(pk__in=[job.pk for job in finished]).update(checked_at=now)
         for job in finished:
             record = records.get(job.slurm_job_id)
@@ -310,21 +330,25 @@ def _collect_usage() -> None:
     )
     if not waiting:
         return
-    try:
-        usage = slurm.job_usage([job.slurm_job_id for job in waiting])
-    except slurm.SlurmError as error:
-        log.warning("What %s finished jobs used was not read (%s); the next cycle tries again.", len(waiting), error)
-        return
     now = timezone.now()
-    for job in waiting:
-        figures = usage.get(job.slurm_job_id)
-        if figures is not None:
-            job.cpu_seconds_used = figures.cpu_seconds
-            job.max_rss_mb = figures.max_rss_mb
-            job.gpu_util_percent = figures.gpu_util_percent
-            job.gpu_mem_mb = figures.gpu_mem_mb
-        job.usage_collected_at = now
-    Job.objects.bulk_update(waiting, USAGE_FIELDS, batch_size=500)
+    collected = []
+    for cluster in sorted({job.cluster for job in waiting}):
+        jobs = [job for job in waiting if job.cluster == cluster]
+        try:
+            usage = slurm.job_usage([job.slurm_job_id for job in jobs], cluster=cluster)
+        except slurm.SlurmError as error:
+            log.warning("What %s finished jobs used was not read (%s); the next cycle tries again.", len(jobs), error)
+            continue
+        for job in jobs:
+            figures = usage.get(job.slurm_job_id)
+            if figures is not None:
+                job.cpu_seconds_used = figures.cpu_seconds
+                job.max_rss_mb = figures.max_rss_mb
+                job.gpu_util_percent = figures.gpu_util_percent
+                job.gpu_mem_mb = figures.gpu_mem_mb
+            job.usage_collected_at = now
+        collected += jobs
+    Job.objects.bulk_update(collected, USAGE_FIELDS, batch_size=500)
 
 
 def heartbeat(name: str) -> None:

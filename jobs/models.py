@@ -64,6 +64,13 @@ class Job(models.Model):
 
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     slurm_job_id = models.CharField(max_length=32, blank=True, db_index=True)
+    cluster = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The cluster it was sent to; empty: the portal's own.",
+    )
     slurm_state = models.CharField(max_length=32, blank=True)
     reason = models.CharField(max_length=200, blank=True)
     queue_position = models.PositiveIntegerField(null=True, blank=True)
@@ -333,6 +340,11 @@ class Heartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+def cluster_heartbeat_name(cluster: str) -> str:
+    """The Heartbeat row the sync stamps each time the other cluster `cluster` answered it."""
+    return f"cluster:{cluster}"
 
 
 class NotificationPreference(models.Model):

@@ -2,6 +2,7 @@ from datetime import timedelta
 from statistics import median
 from uuid import UUID
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.http import Http404
@@ -10,7 +11,7 @@ from django.utils import timezone
 from courses.models import STAFF_ROLES, Assignment, AssignmentVersion, Course, Enrollment, Role, VersionStarterFile
 from courses.scripting import script_body, script_diff
 from courses.selectors import assignment_version_latest, course_role
-from jobs.models import CheckStatus, Job, Status
+from jobs.models import CheckStatus, Heartbeat, Job, Status, cluster_heartbeat_name
 
 FAILED = (Status.FAILED, Status.REJECTED)
 
@@ -273,3 +274,15 @@ def assignment_progress_list(*, course: Course) -> tuple[int, list[Assignment]]:
         passing=Count("jobs__user_id", distinct=True, filter=theirs & full_marks),
     )
     return students.count(), list(assignments)
+
+
+def cluster_silent_since(*, cluster: str):
+    """When another cluster last answered the sync, if it has not for three sync periods (else None). The
+    portal's own cluster is not judged here: /readyz and the out-of-date notes of job pages cover it."""
+    if not cluster:
+        return None
+    beat = Heartbeat.objects.filter(name=cluster_heartbeat_name(cluster)).values_list("at", flat=True).first()
+    silent_after = timedelta(seconds=3 * settings.LABQUEUE_SYNC_SECONDS)
+    if beat is not None and timezone.now() - beat <= silent_after:
+        return None
+    return beat or "never"

@@ -125,6 +125,7 @@ def _job_create(
         resources.minutes,
     )
     job.account, job.partition, job.script = course.slurm_account, course.partition, script
+    job.cluster = course.cluster
     job.assignment_version = version
     job.qos = course_qos(course)
     job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))

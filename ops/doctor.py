@@ -67,6 +67,7 @@ def doctor_run(*, user: str | None = None) -> list[Result]:
         ("broker", _broker),
         ("slurm versions", _slurm_versions),
         ("munge", _munge),
+        ("other clusters", _other_clusters),
         ("job-dir helper", _helper),
         ("job root", _job_root),
         ("run-as", lambda: _run_as(user)),
@@ -179,6 +180,36 @@ def _slurm_versions() -> Result:
             "the site's own Slurm packages), or point LABQUEUE_SLURM_BIN_DIR at them.",
         )
     return Result(name, OK, f"clients and controller run Slurm {controller}")
+
+
+def _other_clusters() -> Result:
+    """Each of LABQUEUE_SLURM_OTHER_CLUSTERS is a cluster of this slurmdbd whose controller answers `-M`."""
+    name = "other clusters"
+    wanted = settings.LABQUEUE_SLURM_OTHER_CLUSTERS
+    if not wanted:
+        return Result(name, OK, "one cluster: LABQUEUE_SLURM_OTHER_CLUSTERS is empty")
+    try:
+        known = set(runner.run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"], timeout=15).split())
+    except slurm.SlurmError as error:
+        return Result(name, FAIL, f"slurmdbd did not list its clusters: {error}", "Fix slurmdbd (see munge above).")
+    problems = []
+    for cluster in wanted:
+        if cluster not in known:
+            problems.append(f"{cluster}: not a cluster of this slurmdbd (it knows {', '.join(sorted(known))})")
+            continue
+        try:
+            runner.run(["squeue", "-M", cluster, "-h", "-o", "%i"], timeout=15)
+        except slurm.SlurmError as error:
+            problems.append(f"{cluster}: its controller does not answer ({_first_line(error)})")
+    if problems:
+        return Result(
+            name,
+            FAIL,
+            "; ".join(problems),
+            "Correct LABQUEUE_SLURM_OTHER_CLUSTERS (ClusterName of each cluster, `sacctmgr show cluster`), or start "
+            "that cluster's slurmctld; its courses' jobs wait until it answers.",
+        )
+    return Result(name, OK, f"{', '.join(wanted)} answer through slurmdbd (-M)")
 
 
 def _version(text: str) -> str:

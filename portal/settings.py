@@ -374,6 +374,9 @@ LABQUEUE_DEMO = env_bool("LABQUEUE_DEMO")
 
 # Usage reports (Slurm accounting copied into the portal; see reports/).
 LABQUEUE_SLURM_CLUSTER = env("LABQUEUE_SLURM_CLUSTER", "lab")
+# Several clusters of one slurmdbd (README, "Several clusters"): the other clusters' names (ClusterName) a course
+# may be bound to; their Slurm commands carry `-M <name>`. Empty: the one cluster above, and no -M anywhere.
+LABQUEUE_SLURM_OTHER_CLUSTERS = env_list("LABQUEUE_SLURM_OTHER_CLUSTERS")
 LABQUEUE_USAGE_OVERLAP_SECONDS = env_int("LABQUEUE_USAGE_OVERLAP_SECONDS", 3600)
 LABQUEUE_USAGE_FIRST_DAYS = env_int("LABQUEUE_USAGE_FIRST_DAYS", 120)
 LABQUEUE_REPORT_DEFAULT_DAYS = env_int("LABQUEUE_REPORT_DEFAULT_DAYS", 120)

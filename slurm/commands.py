@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from . import parsers, runner
 from .errors import SlurmRejected, SlurmUnavailable
-from .records import AcctRecord, JobSpec, LiveJob, check_job_id, check_job_name
+from .records import AcctRecord, JobSpec, LiveJob, check_cluster, check_job_id, check_job_name
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ def submit(
         ("qos", spec.qos),
         ("comment", spec.comment),
         ("dependency", spec.dependency),
+        ("clusters", spec.cluster and check_cluster(spec.cluster)),
     ):
         if value:
             argv.append(f"--{option}={value}")
@@ -66,11 +67,13 @@ def sbatch_path() -> str:
     return runner.absolute("sbatch")
 
 
-def queue() -> dict[str, LiveJob]:
-    """Every job slurmctld knows (all users, all states), keyed by job id: ONE squeue."""
+def queue(*, cluster: str = "") -> dict[str, LiveJob]:
+    """Every job slurmctld knows (all users, all states), keyed by job id: ONE squeue (of `cluster`'s
+    controller with -M, which with -h prints no `CLUSTER:` line on 22.05 and 24.11; a cluster that does not
+    answer raises SlurmUnavailable, never an empty queue)."""
     marker = parsers.framing_marker()
     stdout = runner.run(
-        ["squeue", "-h", "-a", "-r", "-t", "all", "-o", parsers.SQUEUE_FORMAT],
+        ["squeue", *_on(cluster), "-h", "-a", "-r", "-t", "all", "-o", parsers.SQUEUE_FORMAT],
         env_extra=_framed_time_env(marker),
     )
     return parsers.parse_squeue(stdout, marker=marker)
@@ -82,6 +85,7 @@ def accounting(
     since: datetime | None = None,
     until: datetime | None = None,
     accounts: Sequence[str] = (),
+    cluster: str = "",
 ) -> dict[str, AcctRecord]:
     """Allocation records from slurmdbd, keyed by job id: ONE sacct.
 
@@ -90,6 +94,7 @@ def accounting(
     """
     argv = [
         "sacct",
+        *_on(cluster),
         "-X",
         "-P",
         "-n",
@@ -112,28 +117,33 @@ def accounting(
     return parsers.parse_sacct(runner.run(argv, env_extra=_framed_time_env(marker)), marker=marker)
 
 
-def find_by_name(job_name: str) -> str | None:
+def find_by_name(job_name: str, *, cluster: str = "") -> str | None:
     """The newest job with this name, from squeue, else from sacct; None if none."""
     check_job_name(job_name)
-    stdout = runner.run(["squeue", "-h", "-a", "-t", "all", "-n", job_name, "-o", "%i"])
+    stdout = runner.run(["squeue", *_on(cluster), "-h", "-a", "-t", "all", "-n", job_name, "-o", "%i"])
     found = parsers.newest_job_id(parsers.parse_job_ids(stdout))
     if found:
         return found
     # Only job ids are read, from a start in 2000: no time format or zone matters here.
-    stdout = runner.run(["sacct", "-X", "-n", "-P", "-a", "--name", job_name, "-S", WIDE_START, "-o", "JobID"])
-    return parsers.newest_job_id(parsers.parse_job_ids(stdout))
+    argv = ["sacct", *_on(cluster), "-X", "-n", "-P", "-a", "--name", job_name, "-S", WIDE_START, "-o", "JobID"]
+    return parsers.newest_job_id(parsers.parse_job_ids(runner.run(argv)))
 
 
-def cancel(job_id: str, *, run_as: str) -> None:
+def cancel(job_id: str, *, run_as: str, cluster: str = "") -> None:
     """scancel as the job's owner. A job that already ended is not an error."""
     check_job_id(job_id)
     try:
-        runner.run(["scancel", job_id], run_as=run_as)
+        runner.run(["scancel", *_on(cluster), job_id], run_as=run_as)
     except SlurmRejected as exc:
         if any(marker in exc.message.lower() for marker in ALREADY_FINISHED):
             logger.info("slurm: job %s already finished: %s", job_id, exc.message)
             return
         raise
+
+
+def _on(cluster: str) -> list[str]:
+    """`-M <cluster>`: the command goes to that cluster's controller (slurmdbd knows where it is)."""
+    return ["-M", check_cluster(cluster)] if cluster else []
 
 
 def _framed_time_env(marker: str) -> dict[str, str]:

@@ -71,6 +71,9 @@ TRANSIENT_MARKERS = (
     "resource temporarily unavailable",
     "unable to establish controller",
     "munge",
+    # -M <cluster> while that cluster's slurmctld is down (slurmdbd drops its registration). A name slurmdbd
+    # never knew says the same: doctor checks the configured names (LABQUEUE_SLURM_OTHER_CLUSTERS).
+    "can't be reached now",
 )
 
 # The worker cannot run the tool at all: an operator has to fix the deployment.

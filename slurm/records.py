@@ -33,6 +33,16 @@ def check_job_name(name: str) -> str:
     return name
 
 
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+
+
+def check_cluster(name: str) -> str:
+    """A cluster's name as slurmdbd keeps it (ClusterName): letters, digits, "_" and "-", never an option."""
+    if not _CLUSTER_NAME.fullmatch(name):
+        raise ValueError(f"not a cluster name: {name!r}")
+    return name
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """One batch submission. The script already holds its own #SBATCH resource lines."""
@@ -50,6 +60,8 @@ class JobSpec:
     comment: str = ""
     #: e.g. "afterok:123": the job waits for that one to complete (a check after its job).
     dependency: str = ""
+    #: Another cluster of the same slurmdbd (`sbatch -M`); empty: the local one (or its federation).
+    cluster: str = ""
 
     def __post_init__(self) -> None:
         if not self.script_path.startswith("/"):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import parsers, runner
-from .records import check_job_id
+from .records import check_cluster, check_job_id
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +39,14 @@ class JobUsage:
     gpu_mem_mb: int | None = None
 
 
-def job_usage(job_ids: Sequence[str]) -> dict[str, JobUsage]:
-    """Usage of these jobs, keyed by job id: ONE sacct without -X. A job sacct does not know is left out."""
+def job_usage(job_ids: Sequence[str], *, cluster: str = "") -> dict[str, JobUsage]:
+    """Usage of these jobs (of `cluster`, with -M), keyed by job id: ONE sacct without -X. A job sacct does not
+    know is left out."""
     if not job_ids:
         return {}
     argv = [
         "sacct",
+        *(["-M", check_cluster(cluster)] if cluster else []),
         "-P",
         "-n",
         "-a",

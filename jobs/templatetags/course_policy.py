@@ -4,6 +4,7 @@ from django import template
 
 from jobs.selectors import (
     assignment_typical_use,
+    cluster_silent_since,
     course_gpus_in_use,
     job_script_change,
     student_budget,
@@ -38,3 +39,9 @@ def course_gpus(course) -> dict:
 def typical_use(assignment) -> dict:
     """The assignment editor's line on what the latest completed attempts used, beside the default resources."""
     return {"assignment": assignment, "use": assignment_typical_use(assignment=assignment) if assignment else None}
+
+
+@register.inclusion_tag("jobs/_cluster_silent.html")
+def cluster_status(course) -> dict:
+    """Says on a course's pages when the other cluster its jobs run on has stopped answering the portal."""
+    return {"course": course, "silent_since": cluster_silent_since(cluster=course.cluster)}

@@ -95,6 +95,7 @@ def test_doctor_passes_on_the_lab_as_the_service_account_with_a_test_user(settin
         "broker": "OK",
         "slurm versions": "OK",
         "munge": "OK",
+        "other clusters": "OK",
         "job-dir helper": "OK",
         "job root": "OK",
         "run-as": "OK",

@@ -70,16 +70,19 @@ def portal_job_uuid(job_name: str) -> uuid.UUID | None:
     return uuid.UUID(job_name[len(PORTAL_NAME_PREFIX) :])
 
 
-def usage_ingest(*, now: datetime | None = None) -> IngestResult:
-    """One ingest cycle. Raises slurm.SlurmUnavailable (mark unchanged) when slurmdbd does not answer."""
+def usage_ingest(*, now: datetime | None = None, other_cluster: str = "") -> IngestResult:
+    """One ingest cycle of the portal's own cluster, or of `other_cluster` (one of LABQUEUE_SLURM_OTHER_CLUSTERS,
+    through sacct -M), each with its own mark: a record's key is its cluster, job id and submit time, so the same
+    job id on two clusters is two records. Raises slurm.SlurmUnavailable (mark unchanged) when slurmdbd does not
+    answer."""
     started = time.monotonic()
-    cluster = settings.LABQUEUE_SLURM_CLUSTER
+    cluster = other_cluster or settings.LABQUEUE_SLURM_CLUSTER
     now = now or timezone.now()
     first_since = now - timedelta(days=settings.LABQUEUE_USAGE_FIRST_DAYS)
     cursor, _ = AccountingCursor.objects.get_or_create(cluster=cluster, defaults={"ingested_until": first_since})
     since = cursor.ingested_until - timedelta(seconds=settings.LABQUEUE_USAGE_OVERLAP_SECONDS)
     try:
-        records = slurm.accounting(since=since, until=now)
+        records = slurm.accounting(since=since, until=now, cluster=other_cluster)
     except slurm.SlurmUnavailable as error:
         AccountingCursor.objects.filter(pk=cursor.pk).update(last_error=str(error), last_error_at=now)
         raise

@@ -3,6 +3,7 @@
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from reports import ingest
 from slurm import SlurmUnavailable
@@ -12,8 +13,11 @@ log = logging.getLogger(__name__)
 
 @shared_task
 def usage_ingest() -> None:
-    """Copy new Slurm accounting into UsageRecord. When slurmdbd is down the mark stays; the next run catches up."""
+    """Copy new Slurm accounting into UsageRecord, the portal's own cluster's and then each other cluster's. When
+    slurmdbd is down the marks stay; the next run catches up."""
     try:
         ingest.usage_ingest()
+        for cluster in settings.LABQUEUE_SLURM_OTHER_CLUSTERS:
+            ingest.usage_ingest(other_cluster=cluster)
     except SlurmUnavailable as error:
         log.warning("Usage ingest skipped, slurmdbd did not answer: %s", error)

@@ -6,6 +6,7 @@ controller is down, lab's courses go on as usual and lab2's pages say that clust
 import pwd
 import re
 import subprocess
+import time
 from datetime import timedelta
 
 import pytest
@@ -183,3 +184,29 @@ def test_the_association_reconciliation_writes_a_lab2_courses_policy_on_lab2_onl
     finally:
         restore = [slurm_tool("sacctmgr"), "-i", "modify", "user", "where", "name=student1", "account=cs102"]
         subprocess.run([*restore, "cluster=lab2", "set", "MaxJobs=-1", "MaxSubmitJobs=-1"], check=False)
+
+
+def test_the_usage_ingest_keeps_each_clusters_records_and_the_same_job_id_on_both_is_two_records(
+    client, student, course_on_lab2
+):
+    from reports.ingest import usage_ingest
+    from reports.models import UsageRecord
+
+    job = wait_for_status(dispatch(_submit_on_lab2(client, student)), Status.COMPLETED)
+    usage_ingest()
+    on_lab2 = UsageRecord.objects.filter(cluster="lab2")
+    deadline = time.monotonic() + 30
+    # As the periodic task does: a job that ended in the very second of a cycle's end is in the next cycle's
+    # window (sacct -E takes whole seconds; each cycle reads an overlap again).
+    while not on_lab2.filter(slurm_job_id=job.slurm_job_id).exists() and time.monotonic() < deadline:
+        usage_ingest(other_cluster="lab2")
+        time.sleep(0.5)
+    assert on_lab2.filter(slurm_job_id=job.slurm_job_id, job=job).exists()  # linked to the portal's job
+    assert not UsageRecord.objects.filter(cluster="lab", job=job).exists()
+    # Both clusters count their job ids from 1 (lab's first job is scripts/labcluster's smoke test).
+    both = set(on_lab2.values_list("slurm_job_id", flat=True)) & set(
+        UsageRecord.objects.filter(cluster="lab").values_list("slurm_job_id", flat=True)
+    )
+    assert both
+    shared = both.pop()
+    assert set(UsageRecord.objects.filter(slurm_job_id=shared).values_list("cluster", flat=True)) == {"lab", "lab2"}

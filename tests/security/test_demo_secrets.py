@@ -30,7 +30,7 @@ from tests.service_account import MEDIA_BASE, REPO, SERVICE_ACCOUNT, _start, fre
 
 pytestmark = pytest.mark.timeout(180)
 
-SECRETS = ("secret-key", "postgresql-password", "redis-password")
+SECRETS = ("secret-key", "postgresql-password", "redis-password", "interactive-proxy-secret")
 #: What a student knows from the repository: its default passwords and keys, and the test run's.
 KNOWN = {"labqueue", "labqueue-demo", "test-only-secret", "insecure-development-key-only-for-debug", ""}
 CALLER = {

@@ -11,6 +11,7 @@ import io
 import pytest
 from django.urls import reverse
 
+from clusterpolicy.associations import associations_reconcile
 from courses.models import Assignment
 from jobs.models import Job, Status
 from slurm import runner
@@ -43,6 +44,9 @@ def sacct_gpu_hours(job_ids: list[str]) -> tuple[float, float]:
 def test_the_reports_gpu_hours_asked_and_used_equal_a_sacct_sum(client, student, ta, course):
     course.max_gpus_per_job = 2
     course.save(update_fields=["max_gpus_per_job"])
+    # As a policy change does: Slurm's association gets the course's limits (another test's reconciliation may
+    # have left cs101 at one GPU per job).
+    assert associations_reconcile(course_slugs=["cs101"], trigger="policy").errors == []
     Assignment.objects.create(
         course=course,
         slug="sleepy",

@@ -118,17 +118,8 @@ def _job_create(
         retry_of=retry_of,
         session_of=job.uuid if assignment.interactive else None,
     )
-    job.gpus, job.cpus, job.mem_mb, job.minutes = (
-        resources.gpus,
-        resources.cpus,
-        resources.mem_mb,
-        resources.minutes,
-    )
-    job.account, job.partition, job.script = course.slurm_account, course.partition, script
-    job.cluster = course.cluster
-    job.assignment_version = version
-    job.qos = course_qos(course)
-    job.workdir = str(job_workdir(netid=user.netid, job_uuid=str(job.uuid)))
+    _job_place(job, course=course, resources=resources)
+    job.script, job.assignment_version = script, version
     job.created_by = actor if actor.pk != user.pk else None
     job.submission_key = submission_key
     job.late = retry_of.late if retry_of is not None else is_late(assignment=assignment, at=timezone.now())
@@ -147,6 +138,15 @@ def _job_create(
         _copy_staged(source=retry_of, target=job)
     transaction.on_commit(lambda: job_dispatch_enqueue(job.pk))
     return job
+
+
+def _job_place(job: Job, *, course: Course, resources: Resources) -> None:
+    """What the job asks Slurm for and where: its resources, the course's account, partition, QOS and cluster,
+    and its folder in the job root."""
+    job.gpus, job.cpus, job.mem_mb, job.minutes = resources.gpus, resources.cpus, resources.mem_mb, resources.minutes
+    job.account, job.partition, job.qos = course.slurm_account, course.partition, course_qos(course)
+    job.cluster = course.cluster
+    job.workdir = str(job_workdir(netid=job.run_as, job_uuid=str(job.uuid)))
 
 
 def _request_allowed(

@@ -189,7 +189,7 @@ def test_an_idp_trusted_for_course_roles_only_gives_roles_but_not_staff(
 def test_claims_ignored_at_a_later_sign_in_are_logged_under_the_idp_too(
     live_server, second_idp, rights_rules, course, caplog
 ):
-    set_person(rights_rules, "student4", **sent({"groups": [STAFF_GROUP]}))
+    set_person(rights_rules, "student4", **sent({"groups": [STAFF_GROUP], "entitlement": [STAFF_ENTITLEMENT]}))
     assert sso_login(live_server.url, second_idp, "student4").status_code == 200  # the account is made
     caplog.clear()
 
@@ -199,7 +199,7 @@ def test_claims_ignored_at_a_later_sign_in_are_logged_under_the_idp_too(
     assert not User.objects.get(netid="student4").is_staff
     assert ignored(caplog) == [
         f"SSO claims ignored ({provider_name(rights_rules, second_idp)}): student4@example.edu sent "
-        f"{STAFF_GROUP}, but this IdP is not trusted for staff"
+        f"{STAFF_GROUP}, {STAFF_ENTITLEMENT}, but this IdP is not trusted for staff"
     ]
 
 

@@ -54,25 +54,6 @@ while True:
     time.sleep({PRINT_SECONDS})
 """
 OPEN_WITHIN_SECONDS = 600
-NGINX_MAIN = """\
-daemon off;
-user {user} {user};
-worker_processes 1;
-pid {directory}/nginx.pid;
-error_log {directory}/error.log;
-events {{
-    worker_connections 1024;
-}}
-http {{
-    access_log {directory}/access.log;
-    client_body_temp_path {directory}/client_body;
-    proxy_temp_path {directory}/proxy;
-    fastcgi_temp_path {directory}/fastcgi;
-    uwsgi_temp_path {directory}/uwsgi;
-    scgi_temp_path {directory}/scgi;
-    include {directory}/labqueue.conf;
-}}
-"""
 
 
 def free_port() -> int:
@@ -315,24 +296,14 @@ def nginx_start(env: dict[str, str], run_dir: Path, web_port: int, secret: str) 
         "LABQUEUE_WEB_UPSTREAM": f"127.0.0.1:{web_port}",
         "LABQUEUE_INTERACTIVE_PROXY_SECRET": secret,
     }
-    template = (benchlib.REPO / "deploy" / "nginx" / "labqueue.conf.template").read_text()
-    rendered = subprocess.run(
-        ["envsubst", " ".join(f"${name}" for name in values)],
-        input=template,
+    subprocess.run(
+        [benchlib.REPO / "scripts" / "nginx-config", str(directory), benchlib.SERVICE_ACCOUNT],
         env={"PATH": env["PATH"], **values},
-        capture_output=True,
-        text=True,
         check=True,
-    ).stdout
-    (directory / "labqueue.conf").write_text(rendered)
-    main = directory / "nginx.conf"
-    main.write_text(NGINX_MAIN.format(directory=directory, user=benchlib.SERVICE_ACCOUNT))
-    for written in (directory / "labqueue.conf", main):
-        written.chmod(0o600)
+    )
     shutil.chown(directory, group=benchlib.SERVICE_ACCOUNT)
     directory.chmod(0o750)  # nginx's workers (the service account) keep their buffers in it
-    argv = ["nginx", "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(main)]
-    subprocess.run([*argv, "-t", "-q"], check=True)
+    argv = ["nginx", "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(directory / "nginx.conf")]
     with open(run_dir / "nginx.log", "ab") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 30

@@ -1,5 +1,5 @@
 """nginx in front of a test's portal, as production runs it: the shipped deploy/nginx/labqueue.conf.template,
-rendered by the `envsubst` command the README gives, under a main nginx.conf of the test's own (in the
+rendered by the `envsubst` command the README gives, under a main nginx.conf (scripts/nginx-config: in the
 foreground, its pid, logs and temporary files in a directory of the test's) on a free loopback port.
 Test side only: tests/interactive/conftest.py's `portal_proxy` fixture starts one per call."""
 
@@ -14,29 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-TEMPLATE = REPO / "deploy" / "nginx" / "labqueue.conf.template"
-#: The template's placeholders, and the only names envsubst may replace (nginx's own $variables stay).
-PLACEHOLDERS = ("LABQUEUE_PROXY_LISTEN", "LABQUEUE_WEB_UPSTREAM", "LABQUEUE_INTERACTIVE_PROXY_SECRET")
-
-MAIN_CONF = """\
-daemon off;
-worker_processes 1;
-{user}
-pid {directory}/nginx.pid;
-error_log {directory}/error.log info;
-events {{
-    worker_connections 256;
-}}
-http {{
-    access_log {directory}/access.log;
-    client_body_temp_path {directory}/client_body;
-    proxy_temp_path {directory}/proxy;
-    fastcgi_temp_path {directory}/fastcgi;
-    uwsgi_temp_path {directory}/uwsgi;
-    scgi_temp_path {directory}/scgi;
-    include {directory}/labqueue.conf;
-}}
-"""
 
 
 @dataclass(frozen=True)
@@ -52,21 +29,6 @@ def nginx() -> str:
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def template_render(*, listen: str, web_upstream: str, secret: str) -> str:
-    """The template with its three placeholders filled in, by the README's own command."""
-    values = dict(zip(PLACEHOLDERS, (listen, web_upstream, secret), strict=True))
-    rendered = subprocess.run(
-        ["envsubst", " ".join(f"${name}" for name in PLACEHOLDERS)],
-        input=TEMPLATE.read_text(),
-        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **values},
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=True,
-    )
-    return rendered.stdout
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -74,21 +36,25 @@ def free_port() -> int:
 
 
 def config_write(*, directory: Path, listen: str, web_upstream: str, secret: str) -> Path:
-    """nginx.conf and labqueue.conf in `directory`; nginx -t must accept them."""
+    """nginx.conf and labqueue.conf in `directory`, written by scripts/nginx-config (the demo's and the benchmark's
+    renderer too), which fails unless nginx -t accepts them."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "labqueue.conf").write_text(template_render(listen=listen, web_upstream=web_upstream, secret=secret))
+    values = {
+        "LABQUEUE_PROXY_LISTEN": listen,
+        "LABQUEUE_WEB_UPSTREAM": web_upstream,
+        "LABQUEUE_INTERACTIVE_PROXY_SECRET": secret,
+    }
     # As root, nginx's workers would otherwise run as nobody, who cannot enter a test's temporary directory.
-    user = "user root;" if os.geteuid() == 0 else ""
-    main = directory / "nginx.conf"
-    main.write_text(MAIN_CONF.format(directory=directory, user=user))
-    checked = subprocess.run(
-        [nginx(), "-t", "-q", "-p", str(directory), "-e", str(directory / "error.log"), "-c", str(main)],
+    worker = ["root"] if os.geteuid() == 0 else []
+    written = subprocess.run(
+        [REPO / "scripts" / "nginx-config", str(directory), *worker],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **values},
         capture_output=True,
         text=True,
         timeout=30,
     )
-    assert checked.returncode == 0, f"nginx -t refused the rendered template:\n{checked.stderr}"
-    return main
+    assert written.returncode == 0, f"scripts/nginx-config refused the rendered template:\n{written.stderr}"
+    return directory / "nginx.conf"
 
 
 @contextmanager

@@ -7,7 +7,7 @@ The task is looked up in the Celery app's registry (not `send_task`), so it beha
 The broker may be down when a job is saved. The job is safe in the database either way: a task that
 could not be sent marks the job (`enqueue_failed`), its page says it is saved and will be sent, and
 the worker's periodic sweep (jobs.dispatch.jobs_requeue_stale) sends it again as soon as the broker
-answers, without waiting for the job to look stale.
+answers, without waiting for the job to look stale. The operator reads one ERROR per outage, not one per job.
 """
 
 import logging
@@ -16,6 +16,7 @@ from kombu.exceptions import OperationalError
 
 from jobs.models import Job, Status
 from portal.celery import app
+from portal.logs import broker_outage
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,12 @@ def _send(task: str, job_id: int) -> bool:
     try:
         app.tasks[task].delay(job_id)
     except OperationalError as error:  # kombu's wrapper for "the broker did not answer"
-        log.error("Could not send %s for job %s (the sweep sends it when the broker is back): %s", task, job_id, error)
+        # Once per outage at ERROR; during a burst the jobs after the first are one INFO line each. The next
+        # task this process sends ends the outage with one INFO line (portal.celery, portal.logs.broker_reached).
+        level = logging.ERROR if broker_outage.begin() else logging.INFO
+        log.log(
+            level, "Could not send %s for job %s (the sweep sends it when the broker is back): %s", task, job_id, error
+        )
         Job.objects.filter(pk=job_id).update(enqueue_failed=True)
         return False
     return True

@@ -10,6 +10,7 @@ from django.urls import reverse
 from jobs.enqueue import SAVED_NOT_SENT, job_dispatch_enqueue
 from jobs.models import Job, Status
 from portal.celery import app
+from portal.logs import broker_outage
 from tests.conftest import job_row, submitted
 from tests.http_helpers import celery_queue_clear, queued_tasks
 from tests.service_account import free_port
@@ -21,6 +22,12 @@ def _fresh_connections() -> None:
     """Celery keeps a pool of broker connections for its URL; the next send takes the pool of the URL now set."""
     app._pool = None
     app.amqp._producer_pool = None
+
+
+@pytest.fixture(autouse=True)
+def no_outage_yet() -> None:
+    """This process has seen no broker outage (an earlier test's failed send may have begun one)."""
+    broker_outage.end()
 
 
 @pytest.fixture
@@ -78,3 +85,33 @@ def test_a_submission_the_broker_takes_is_sent_once_and_told_nothing_of_the_kind
         assert queued_tasks() == [("jobs.tasks.job_dispatch", [job.pk], {})]
     finally:
         celery_queue_clear()
+
+
+def test_a_burst_of_submissions_while_the_broker_is_down_is_one_error_then_one_line_when_it_answers(
+    client, student, classmate, assignment, caplog
+):
+    """300 students submitting during an outage must not be 300 ERRORs for the operator: the first job not sent
+    is the ERROR, the others are INFO lines naming their job, and the first send that goes through says so."""
+    url = app.conf.broker_url
+    with caplog.at_level(logging.INFO):
+        app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"
+        _fresh_connections()
+        try:
+            first, second = submitted(client, student), submitted(client, classmate)
+        finally:
+            app.conf.broker_url = url
+            _fresh_connections()
+        celery_queue_clear()
+        try:
+            after = submitted(client, student)
+        finally:
+            celery_queue_clear()
+
+    sends = [(record.levelname, record.getMessage()) for record in caplog.records if record.name == "jobs.enqueue"]
+    assert [(level, message.split(" (")[0]) for level, message in sends] == [
+        ("ERROR", f"Could not send jobs.tasks.job_dispatch for job {first.pk}"),
+        ("INFO", f"Could not send jobs.tasks.job_dispatch for job {second.pk}"),
+    ]
+    back = [record.getMessage() for record in caplog.records if record.name == "portal.broker"]
+    assert len(back) == 1 and back[0].startswith("The broker (Redis) answers again after"), back
+    assert not Job.objects.get(pk=after.pk).enqueue_failed

@@ -6,6 +6,10 @@ commands, so only Celery (the `labs_tick` task) and tests call it. Portal jobs t
 reservation of an ended or cancelled lab are moved to the normal queue by
 jobs.dispatch.jobs_leave_ended_labs, which the same task runs next. State changes are compare-and-set
 on LabSession.state, so a duplicated tick is harmless.
+
+A lab is reserved on its course's cluster: the portal's own, or another one of the same slurmdbd
+(Course.cluster, reached with `scontrol -M`), among that cluster's reservable nodes
+(courses.selectors.lab_reservable_nodes).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from courses.models import LabSession
-from slurm import SlurmError, SlurmRejected, reservations
+from courses.selectors import lab_reservable_nodes
+from slurm import SlurmError, SlurmRejected, SlurmUnavailable, reservations
 
 log = logging.getLogger(__name__)
 State = LabSession.State
@@ -28,14 +33,33 @@ def reservation_name(session: LabSession) -> str:
 
 
 def _free_nodes(session: LabSession) -> list[str]:
-    """Reservable nodes not held by another portal lab overlapping this one."""
+    """Reservable nodes of the session's cluster not held by another portal lab on that cluster overlapping it."""
+    cluster = session.course.cluster
     busy = set()
     others = LabSession.objects.filter(
-        reservation_active=True, starts_at__lt=session.ends_at, ends_at__gt=session.starts_at
+        reservation_active=True,
+        starts_at__lt=session.ends_at,
+        ends_at__gt=session.starts_at,
+        course__cluster=cluster,  # two clusters may name their nodes alike
     )
     for other in others.exclude(pk=session.pk):
         busy.update(filter(None, other.reserved_nodes.split(",")))
-    return [node for node in settings.LABQUEUE_RESERVABLE_NODES if node not in busy]
+    return [node for node in lab_reservable_nodes(cluster=cluster) if node not in busy]
+
+
+def _create_argv(session: LabSession, *, name: str) -> list[str]:
+    """The session's `scontrol create reservation`, on its course's cluster, by LABQUEUE_RESERVATION_STRATEGY."""
+    course = session.course
+    start = session.starts_at if session.starts_at > timezone.now() else None
+    where = {"name": name, "account": course.slurm_account, "start": start, "end": session.ends_at}
+    if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus":
+        return reservations.create_argv(
+            **where, gpus=session.gpus or 1, partition=course.partition, cluster=course.cluster
+        )
+    nodes = _free_nodes(session)[: session.nodes]
+    if len(nodes) < session.nodes:
+        raise SlurmRejected(f"only {len(nodes)} reservable node(s) free for this lab, {session.nodes} needed")
+    return reservations.create_argv(**where, nodes=nodes, cluster=course.cluster)
 
 
 def lab_reserve(*, session: LabSession) -> bool:
@@ -43,26 +67,8 @@ def lab_reserve(*, session: LabSession) -> bool:
     if session.state != State.SCHEDULED:
         return False
     name = reservation_name(session)
-    start = session.starts_at if session.starts_at > timezone.now() else None
-    strategy = settings.LABQUEUE_RESERVATION_STRATEGY
     try:
-        if strategy == "gpus":
-            argv = reservations.create_argv(
-                name=name,
-                account=session.course.slurm_account,
-                start=start,
-                end=session.ends_at,
-                gpus=session.gpus or 1,
-                partition=session.course.partition,
-            )
-        else:
-            nodes = _free_nodes(session)[: session.nodes]
-            if len(nodes) < session.nodes:
-                raise SlurmRejected(f"only {len(nodes)} reservable node(s) free for this lab, {session.nodes} needed")
-            argv = reservations.create_argv(
-                name=name, account=session.course.slurm_account, start=start, end=session.ends_at, nodes=nodes
-            )
-        made = reservations.reservation_create(argv)
+        made = reservations.reservation_create(_create_argv(session, name=name))
     except SlurmRejected as error:
         LabSession.objects.filter(pk=session.pk, state=State.SCHEDULED).update(
             state=State.FAILED, message=f"Slurm refused the reservation: {error}"
@@ -86,7 +92,7 @@ def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
     """A site without preemption (no LABQUEUE_LAB_QOS): jobs already running on the lab's nodes finish first, and
     the lab page says by when at the latest (their time limits). Reserving goes on if Slurm does not answer."""
     try:
-        free_by = reservations.nodes_busy_until(nodes)
+        free_by = reservations.nodes_busy_until(nodes, cluster=session.course.cluster)
     except SlurmError as error:
         log.info("lab %s: could not tell when its nodes free up: %s", session.pk, error)
         return
@@ -100,7 +106,7 @@ def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
 
 def lab_release(*, session: LabSession) -> None:
     """Remove an ended or cancelled session's reservation (jobs still waiting for it: see the module doc)."""
-    reservations.reservation_delete(session.reservation_name)
+    reservations.reservation_delete(session.reservation_name, cluster=session.course.cluster)
     LabSession.objects.filter(pk=session.pk).update(reservation_active=False, message="")
 
 
@@ -109,8 +115,12 @@ def labs_tick(*, now=None) -> dict[str, int]:
     now = now or timezone.now()
     lead = timedelta(minutes=settings.LABQUEUE_LAB_RESERVE_AHEAD_MINUTES)
     counts = {"reserved": 0, "ended": 0, "released": 0}
-    for session in LabSession.objects.filter(state=State.SCHEDULED, starts_at__lte=now + lead, ends_at__gt=now):
-        counts["reserved"] += lab_reserve(session=session)
+    due = LabSession.objects.filter(state=State.SCHEDULED, starts_at__lte=now + lead, ends_at__gt=now)
+    for session in due.select_related("course"):
+        try:
+            counts["reserved"] += lab_reserve(session=session)
+        except SlurmUnavailable as error:  # its cluster is not answering: the next tick tries again, others go on
+            log.warning("lab %s: not reserved yet, Slurm did not answer: %s", session.pk, error)
     counts["ended"] = LabSession.objects.filter(state=State.RESERVED, ends_at__lte=now).update(state=State.ENDED)
     LabSession.objects.filter(state=State.SCHEDULED, ends_at__lte=now).update(
         state=State.FAILED, message="The lab ended before the portal could reserve it (was the worker running?)."
@@ -126,7 +136,8 @@ def labs_release_ended() -> int:
     it: the lab says so, and a later tick tries again (the labs_tick task first moves waiting portal
     jobs to the normal queue, then calls this again)."""
     released = 0
-    for session in LabSession.objects.filter(reservation_active=True, state__in=[State.ENDED, State.CANCELLED]):
+    over = LabSession.objects.filter(reservation_active=True, state__in=[State.ENDED, State.CANCELLED])
+    for session in over.select_related("course"):
         try:
             lab_release(session=session)
             released += 1

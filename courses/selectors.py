@@ -51,6 +51,14 @@ def roster_current(*, course: Course) -> dict[str, str]:
     return dict(rows)
 
 
+def lab_reservable_nodes(*, cluster: str) -> list[str]:
+    """The nodes labs may reserve on `cluster`: the portal's own (empty) has LABQUEUE_RESERVABLE_NODES, another
+    cluster its entry of LABQUEUE_RESERVABLE_NODES_BY_CLUSTER (none listed: none)."""
+    if not cluster:
+        return list(settings.LABQUEUE_RESERVABLE_NODES)
+    return list(settings.LABQUEUE_RESERVABLE_NODES_BY_CLUSTER.get(cluster, []))
+
+
 def lab_session_list(*, course: Course) -> QuerySet[LabSession]:
     return LabSession.objects.filter(course=course).order_by("-starts_at")
 

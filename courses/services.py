@@ -27,7 +27,7 @@ from courses.models import (
 )
 from courses.policy import ceiling_problems, lab_limit_problems, lab_overlap_problem
 from courses.roster import RosterPlan, RosterRow, roster_plan
-from courses.selectors import assignment_version_latest, course_ceilings, roster_current
+from courses.selectors import assignment_version_latest, course_ceilings, lab_reservable_nodes, roster_current
 from portal.celery import app
 
 LAB_SCHEDULE_LOCK = 4_202_604  # pg_advisory_xact_lock key for lab scheduling
@@ -243,8 +243,8 @@ def course_policy_update(*, course: Course, fields: dict, actor) -> Course:
     return course
 
 
-def _lab_capacity() -> tuple[int, str]:
-    nodes = len(settings.LABQUEUE_RESERVABLE_NODES)
+def _lab_capacity(*, cluster: str) -> tuple[int, str]:
+    nodes = len(lab_reservable_nodes(cluster=cluster))
     if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus":
         return nodes * settings.LABQUEUE_GPUS_PER_NODE, "GPU"
     return nodes, "node"
@@ -257,9 +257,10 @@ def _lab_lock() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAB_SCHEDULE_LOCK])
 
 
-def _lab_problems(*, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None) -> list[str]:
-    """Why a lab cannot be scheduled: operations staff's limits, then the labs overlapping it."""
-    capacity, unit = _lab_capacity()
+def _lab_problems(*, course: Course, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None) -> list[str]:
+    """Why a lab cannot be scheduled: operations staff's limits, then the labs overlapping it on the course's
+    cluster (each cluster reserves its own nodes)."""
+    capacity, unit = _lab_capacity(cluster=course.cluster)
     size = gpus if unit == "GPU" else nodes
     limits = lab_limit_problems(
         starts_at=starts_at,
@@ -275,7 +276,9 @@ def _lab_problems(*, starts_at: datetime, ends_at: datetime, nodes: int, gpus: i
     )
     if limits:
         return list(limits.values())
-    overlapping = LabSession.objects.filter(state__in=LAB_OPEN, starts_at__lt=ends_at, ends_at__gt=starts_at)
+    overlapping = LabSession.objects.filter(
+        state__in=LAB_OPEN, starts_at__lt=ends_at, ends_at__gt=starts_at, course__cluster=course.cluster
+    )
     others = [
         (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)
         for s in overlapping.select_related("course")
@@ -298,7 +301,7 @@ def lab_session_schedule(
     ).first()
     if same is not None:  # the same lab scheduled again (a double click, a reload): it is the one lab
         return same
-    if problems := _lab_problems(starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus):
+    if problems := _lab_problems(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus):
         raise ValidationError(problems)
     session = LabSession(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus, created_by=actor)
     session.full_clean()
@@ -343,7 +346,7 @@ def lab_series_schedule(
     for day in dates:
         starts_at = datetime.combine(day, start_time, tzinfo=zone)
         ends_at = starts_at + timedelta(minutes=minutes)
-        found = _lab_problems(starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus)
+        found = _lab_problems(course=course, starts_at=starts_at, ends_at=ends_at, nodes=nodes, gpus=gpus)
         if starts_at < timezone.now():
             found.insert(0, "This time has passed.")
         problems += [f"{day:%a %Y-%m-%d}: {problem}" for problem in found]

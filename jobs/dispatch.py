@@ -426,7 +426,7 @@ def jobs_leave_ended_labs() -> int:
     waiting = Job.objects.filter(status=Status.PENDING, reservation__in=removed).exclude(slurm_job_id="")
     moved = 0
     for job in waiting:
-        reservations.job_reservation_clear(job.slurm_job_id)
+        reservations.job_reservation_clear(job.slurm_job_id, cluster=job.cluster)
         Job.objects.filter(pk=job.pk).update(reservation="")
         JobEvent.objects.create(
             job=job, cause="The lab session ended before the job started; it now waits in the normal queue."
@@ -437,10 +437,14 @@ def jobs_leave_ended_labs() -> int:
 
 def jobs_release_lab_holds() -> int:
     """Release portal jobs the portal already moved out of an ended lab that Slurm held all the same
-    (RESV_DEL_HOLD: the reservation's deletion raced the move); the sync recorded the state. One Slurm call."""
+    (RESV_DEL_HOLD: the reservation's deletion raced the move); the sync recorded the state. One Slurm call per
+    cluster with such jobs."""
     held = Job.objects.filter(status=Status.PENDING, reservation="", slurm_state="RESV_DEL_HOLD").exclude(
         slurm_job_id=""
     )
-    ids = list(held.values_list("slurm_job_id", flat=True))
-    reservations.jobs_release(ids)
-    return len(ids)
+    on_cluster: dict[str, list[str]] = {}
+    for cluster, job_id in held.values_list("cluster", "slurm_job_id"):
+        on_cluster.setdefault(cluster, []).append(job_id)
+    for cluster, ids in on_cluster.items():
+        reservations.jobs_release(ids, cluster=cluster)
+    return sum(map(len, on_cluster.values()))

@@ -389,6 +389,21 @@ LABQUEUE_COURSE_QOS = env("LABQUEUE_COURSE_QOS")  # e.g. "coursework": --qos for
 LABQUEUE_LAB_QOS = env("LABQUEUE_LAB_QOS")
 LABQUEUE_RESERVATION_STRATEGY = env("LABQUEUE_RESERVATION_STRATEGY", "nodes")  # "nodes" (22.05) or "gpus" (23.11+)
 LABQUEUE_RESERVABLE_NODES = env_list("LABQUEUE_RESERVABLE_NODES", "gpu1,gpu2")  # nodes labs may reserve
+# The nodes labs of a course bound to another cluster may reserve there, e.g. {"lab2": ["gpu3", "gpu4"]}; a cluster
+# not listed has none. Its reservations are made, checked and deleted with `scontrol -M <cluster>`.
+LABQUEUE_RESERVABLE_NODES_BY_CLUSTER = env_json("LABQUEUE_RESERVABLE_NODES_BY_CLUSTER", "{}")
+if not isinstance(LABQUEUE_RESERVABLE_NODES_BY_CLUSTER, dict) or not all(
+    isinstance(nodes, list) and all(isinstance(node, str) for node in nodes)
+    for nodes in LABQUEUE_RESERVABLE_NODES_BY_CLUSTER.values()
+):
+    raise ImproperlyConfigured(
+        'LABQUEUE_RESERVABLE_NODES_BY_CLUSTER must be a JSON object of node name lists, e.g. {"lab2": ["gpu3"]}.'
+    )
+if unknown := sorted(set(LABQUEUE_RESERVABLE_NODES_BY_CLUSTER) - set(LABQUEUE_SLURM_OTHER_CLUSTERS)):
+    raise ImproperlyConfigured(
+        f"LABQUEUE_RESERVABLE_NODES_BY_CLUSTER names {', '.join(unknown)}, not in LABQUEUE_SLURM_OTHER_CLUSTERS: "
+        "list each other cluster there too."
+    )
 LABQUEUE_GPUS_PER_NODE = env_int("LABQUEUE_GPUS_PER_NODE", 4)  # capacity for the "gpus" strategy
 LABQUEUE_LAB_RESERVE_AHEAD_MINUTES = env_int("LABQUEUE_LAB_RESERVE_AHEAD_MINUTES", 60)  # reserve this early
 if LABQUEUE_RESERVATION_STRATEGY not in ("nodes", "gpus"):

@@ -1,0 +1,144 @@
+"""A lab of a course bound to the site's other cluster, lab2 (scripts/labcluster up-lab2: gpu3 and gpu4, its own
+slurmctld, lab's slurmdbd): the worker's `labs_tick` task reserves lab2's nodes on lab2 (`scontrol -M lab2`), a
+student's job runs there in the reservation, and the reservation is removed on lab2 when the lab ends. Labs on
+the two clusters do not compete for nodes. Every reservation and job a test makes is removed at the end.
+"""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from courses.models import Assignment, LabSession, Role
+from courses.services import lab_session_schedule
+from jobs.models import Job, Status
+from jobs.tasks import labs_tick
+from tests.behaviour_helpers import reservation_text, slurm, wait_until
+from tests.conftest import dispatch, wait_for_status
+from tests.lab import labcluster
+
+pytestmark = pytest.mark.slurm
+State = LabSession.State
+
+
+@pytest.fixture
+def lab2(settings):
+    labcluster("up-lab2")  # quick when it already runs
+    settings.LABQUEUE_SLURM_OTHER_CLUSTERS = ["lab2"]
+    settings.LABQUEUE_RESERVABLE_NODES_BY_CLUSTER = {"lab2": ["gpu3", "gpu4"]}
+    settings.LABQUEUE_RESERVATION_STRATEGY = "nodes"
+    settings.LABQUEUE_SYNC_SECONDS = 1
+    return "lab2"
+
+
+@pytest.fixture
+def course_on_lab2(other_course, student, lab2):
+    """cs102 on lab2, with student1 in it and a short GPU assignment (lab2 has lab's accounts and users)."""
+    other_course.cluster = lab2
+    other_course.partition = "gpu"
+    other_course.max_minutes_per_job = 30
+    other_course.save()
+    other_course.enrollments.create(user=student, role=Role.STUDENT)
+    Assignment.objects.create(
+        course=other_course,
+        slug="hello",
+        title="Hello lab2",
+        script_template='echo "on $SLURMD_NODENAME"; sleep "$SECONDS_TO_SLEEP"',
+        parameters=[{"name": "SECONDS_TO_SLEEP", "type": "int", "default": 0, "min": 0, "max": 600}],
+        gpus=1,
+        minutes=5,
+    )
+    return other_course
+
+
+def on_lab2(name: str) -> str:
+    """`scontrol -M lab2 -o show reservation NAME`, or "" when lab2 has no such reservation."""
+    return slurm("scontrol", "-M", "lab2", "-o", "show", "reservation", name, check=False).strip()
+
+
+def gone(name: str) -> bool:
+    for cluster in ("lab", "lab2"):
+        slurm("scontrol", "-M", cluster, "delete", f"reservationname={name}", check=False)
+    return f"ReservationName={name} " not in on_lab2(name) + reservation_text(name)
+
+
+@pytest.fixture(autouse=True)
+def cleanup(db, job_root):
+    """Cancel the test's jobs on lab2, then delete its labs' reservations on both clusters, even on failure."""
+    yield
+    ids = list(Job.objects.exclude(slurm_job_id="").values_list("slurm_job_id", flat=True))
+    if ids:
+        slurm("scancel", "-M", "lab2", *ids, check=False)
+    for session in LabSession.objects.all():
+        name = session.reservation_name or f"lq-{session.course.slug}-{session.pk}"
+        wait_until(lambda name=name: gone(name), timeout=30, what=f"reservation {name} to be deleted")
+
+
+def lab_now(course, *, nodes: int = 1) -> LabSession:
+    now = timezone.now()
+    return lab_session_schedule(course=course, starts_at=now, ends_at=now + timedelta(minutes=30), nodes=nodes)
+
+
+def end(session: LabSession) -> None:
+    """Time passes: the lab is over."""
+    now = timezone.now()
+    LabSession.objects.filter(pk=session.pk).update(starts_at=now - timedelta(hours=1), ends_at=now)
+
+
+def squeue_on_lab2(job_id: str, field: str) -> str:
+    return slurm("squeue", "-M", "lab2", "-h", "-j", job_id, "-o", field).strip()
+
+
+def test_a_lab2_courses_lab_is_reserved_used_and_removed_on_lab2(client, student, course_on_lab2):
+    session = lab_now(course_on_lab2)
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.RESERVED and session.reserved_nodes in ("gpu3", "gpu4")
+    shown = on_lab2(session.reservation_name)
+    assert f"ReservationName={session.reservation_name} " in shown and "Accounts=cs102 " in shown
+    assert f"Nodes={session.reserved_nodes} " in shown
+    assert f"ReservationName={session.reservation_name} " not in reservation_text(session.reservation_name)
+
+    client.force_login(student)
+    form = {"param_SECONDS_TO_SLEEP": "20", "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5"}
+    assert client.post(reverse("jobs:job-create", args=["cs102", "hello"]), form).status_code == 302
+    job = dispatch(Job.objects.get())
+    assert (job.cluster, job.reservation) == ("lab2", session.reservation_name)
+    job = wait_for_status(job, Status.RUNNING)
+    assert squeue_on_lab2(job.slurm_job_id, "%v|%N") == f"{session.reservation_name}|{session.reserved_nodes}"
+    job = wait_for_status(job, Status.COMPLETED)
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert re.search(rf"on {session.reserved_nodes}\b", page)  # the job's output: it ran on the lab's node
+
+    end(session)
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.ENDED and not session.reservation_active
+    assert f"ReservationName={session.reservation_name} " not in on_lab2(session.reservation_name)
+
+
+def test_a_lab_on_lab_is_given_a_node_a_lab2_lab_holds_under_the_same_name(settings, course, course_on_lab2):
+    """Two clusters may name their nodes alike: a lab2 lab holding its "gpu1" leaves lab's gpu1 free."""
+    settings.LABQUEUE_RESERVABLE_NODES = ["gpu1"]
+    now = timezone.now()
+    LabSession.objects.create(
+        course=course_on_lab2,
+        starts_at=now - timedelta(minutes=5),
+        ends_at=now + timedelta(minutes=30),
+        nodes=1,
+        state=State.RESERVED,
+        reservation_active=True,
+        reserved_nodes="gpu1",
+    )
+    session = lab_now(course)
+
+    labs_tick()
+
+    session.refresh_from_db()
+    assert (session.state, session.reserved_nodes, session.message) == (State.RESERVED, "gpu1", "")
+    assert "Nodes=gpu1 " in reservation_text(session.reservation_name)

@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import Assignment, Dataset
+from courses.models import Assignment, Course, Dataset
 from jobs import notifications
 from jobs.management.commands.seed_demo import DEMO_PASSWORD
 from jobs.models import Job, Status
@@ -210,3 +210,29 @@ def test_the_demo_seeds_a_notebook_assignment_and_gives_the_portal_the_proxy_sec
         env["LABQUEUE_INTERACTIVE_PROXY_SECRET"] == (state / "secrets" / "interactive-proxy-secret").read_text().strip()
     )
     assert f'"{env["LABQUEUE_INTERACTIVE_PROXY_SECRET"]}"' in (state / "nginx" / "labqueue.conf").read_text()
+
+
+def test_the_demo_has_one_course_per_cluster_the_second_on_lab2_with_the_same_people_seeded_once(
+    db, settings, state, tmp_path
+):
+    settings.SOCIALACCOUNT_ONLY = False
+    call_command("seed_demo", dataset_root=str(tmp_path / "datasets"))
+    assert list(Course.objects.values_list("slug", flat=True)) == ["cs101-demo"], "a site without lab2: one course"
+
+    prepare(state)
+    env = demo_env(state)
+    assert env["LABQUEUE_SLURM_OTHER_CLUSTERS"] == "lab2"
+    assert json.loads(env["LABQUEUE_RESERVABLE_NODES_BY_CLUSTER"]) == {"lab2": ["gpu3", "gpu4"]}
+    settings.LABQUEUE_SLURM_OTHER_CLUSTERS = ["lab2"]
+    for _ in range(2):  # seeding again changes nothing
+        call_command("seed_demo", dataset_root=str(tmp_path / "datasets"))
+
+    first, second = Course.objects.order_by("slug")
+    assert (first.slug, first.cluster, second.slug, second.cluster) == ("cs101-demo", "", "cs102-demo", "lab2")
+    second.full_clean()  # lab2 is one of the site's other clusters
+
+    def people(course: Course) -> list[tuple[str, str]]:
+        return sorted(course.enrollments.values_list("user__username", "role"))
+
+    assert people(second) == people(first) and len(people(first)) == 5
+    assert list(second.assignments.values_list("slug", flat=True)) == ["gpu-hello"]

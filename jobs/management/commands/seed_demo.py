@@ -2,6 +2,10 @@
 notebook assignment (a JupyterLab session on a GPU, opened through the demo's nginx), and an operator of the
 site. Idempotent. In jobs, not courses: it also sets the people's job mail choices.
 
+When the site has the lab's second cluster (lab2 in LABQUEUE_SLURM_OTHER_CLUSTERS, as scripts/demo sets it), a
+second small course is bound to it, with the same people and the same GPU assignment: one course per cluster. Its
+people's associations on lab2 are reconciled as the first course's are on lab (enrollment_set asks for it).
+
 Every persona of the portal can sign in: the course's people with their addresses (student3 has none, as
 when the campus sign-in sends none, to show a student giving their own), and ops1, the operations staff
 account that reaches the admin, the usage reports and the cluster associations page.
@@ -9,6 +13,7 @@ account that reaches the admin, the usage reports and the cluster associations p
 
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
@@ -26,6 +31,8 @@ PEOPLE = [
     ("student2", "Kim", "Student", Role.STUDENT, f"student2@{DOMAIN}"),
     ("student3", "Lee", "Student", Role.STUDENT, ""),
 ]
+#: The second course's cluster: the lab's second cluster (scripts/labcluster up-lab2).
+SECOND_CLUSTER = "lab2"
 #: The site's operator: staff and superuser, in no course.
 OPERATOR = ("ops1", "Olu", "Operations", f"ops1@{DOMAIN}")
 SCRIPT = """\
@@ -64,6 +71,11 @@ class Command(BaseCommand):
         self._assignment(course, dataset_root=dataset_root)
         self._notebook(course)
         self.stdout.write(self.style.SUCCESS(f"Demo course {course} is ready."))
+        if SECOND_CLUSTER in settings.LABQUEUE_SLURM_OTHER_CLUSTERS:
+            second = self._second_course()
+            self._people(second)
+            self._assignment(second, dataset_root=dataset_root)
+            self.stdout.write(self.style.SUCCESS(f"Demo course {second} is ready, on the cluster {SECOND_CLUSTER}."))
         for username, _, _, role, email in PEOPLE:
             self.stdout.write(f"  {role:<10} {username} / {DEMO_PASSWORD}  {email or '(no address)'}")
         self.stdout.write(f"  {'operator':<10} {OPERATOR[0]} / {DEMO_PASSWORD}  {OPERATOR[3]}")
@@ -82,6 +94,26 @@ class Command(BaseCommand):
                 "max_cpus_per_job": 4,
                 "max_mem_mb_per_job": 8000,
                 "max_minutes_per_job": 30,
+            },
+        )
+        return course
+
+    @staticmethod
+    def _second_course() -> Course:
+        """A small course on the second cluster: its jobs are sent there (sbatch -M lab2)."""
+        course, _ = Course.objects.update_or_create(
+            slug="cs102-demo",
+            defaults={
+                "code": "CS102",
+                "title": "GPU Computing on the Second Cluster",
+                "term": "Demo term",
+                "slurm_account": "cs102",
+                "partition": "gpu",
+                "cluster": SECOND_CLUSTER,
+                "max_gpus_per_job": 1,
+                "max_cpus_per_job": 2,
+                "max_mem_mb_per_job": 4000,
+                "max_minutes_per_job": 15,
             },
         )
         return course

@@ -5,7 +5,9 @@ the two clusters do not compete for nodes. Every reservation and job a test make
 """
 
 import re
-from datetime import timedelta
+import subprocess
+import time
+from datetime import UTC, timedelta
 
 import pytest
 from django.urls import reverse
@@ -13,11 +15,12 @@ from django.utils import timezone
 
 from courses.models import Assignment, LabSession, Role
 from courses.services import lab_session_schedule
-from jobs.models import Job, Status
+from jobs.dispatch import jobs_sync
+from jobs.models import Job, JobEvent, Status
 from jobs.tasks import labs_tick
-from tests.behaviour_helpers import reservation_text, slurm, wait_until
+from tests.behaviour_helpers import SLURM_ENV, reservation_text, slurm, wait_until
 from tests.conftest import dispatch, wait_for_status
-from tests.lab import labcluster
+from tests.lab import labcluster, slurm_tool
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
@@ -66,9 +69,11 @@ def gone(name: str) -> bool:
 
 @pytest.fixture(autouse=True)
 def cleanup(db, job_root):
-    """Cancel the test's jobs on lab2, then delete its labs' reservations on both clusters, even on failure."""
-    yield
-    ids = list(Job.objects.exclude(slurm_job_id="").values_list("slurm_job_id", flat=True))
+    """Cancel the test's jobs on lab2 (and those it lists), then delete its labs' reservations on both clusters,
+    even on failure."""
+    extra_ids: list[str] = []
+    yield extra_ids
+    ids = extra_ids + list(Job.objects.exclude(slurm_job_id="").values_list("slurm_job_id", flat=True))
     if ids:
         slurm("scancel", "-M", "lab2", *ids, check=False)
     for session in LabSession.objects.all():
@@ -142,3 +147,52 @@ def test_a_lab_on_lab_is_given_a_node_a_lab2_lab_holds_under_the_same_name(setti
     session.refresh_from_db()
     assert (session.state, session.reserved_nodes, session.message) == (State.RESERVED, "gpu1", "")
     assert "Nodes=gpu1 " in reservation_text(session.reservation_name)
+
+
+def fill_on_lab2(node: str) -> str:
+    """A research job on lab2 holding every GPU of `node`, started before the lab (which lets it finish)."""
+    argv = ["runuser", "-u", "researcher1", "--", slurm_tool("sbatch"), "-M", "lab2", "--parsable", "--export=NONE"]
+    argv += ["--account=research", "--partition=gpu", f"--nodelist={node}", "--gres=gpu:4", "--mem=500", "-t", "5"]
+    argv += ["--job-name=lq-behaviour-fill", "--output=/dev/null", "--wrap=sleep 300"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd="/tmp", env=SLURM_ENV, check=True)
+    return done.stdout.strip().split(";")[0]
+
+
+def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_and_runs(
+    client, student, course_on_lab2, settings, cleanup
+):
+    settings.LABQUEUE_RESERVABLE_NODES_BY_CLUSTER = {"lab2": ["gpu3"]}
+    fill = fill_on_lab2("gpu3")
+    cleanup.append(fill)
+    wait_until(lambda: squeue_on_lab2(fill, "%T") == "RUNNING", timeout=60, what="the research job to hold gpu3")
+    session = lab_now(course_on_lab2)
+    labs_tick()
+    session.refresh_from_db()
+    assert (session.state, session.reserved_nodes) == (State.RESERVED, "gpu3")
+    client.force_login(student)
+    form = {"param_SECONDS_TO_SLEEP": "0", "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5"}
+    assert client.post(reverse("jobs:job-create", args=["cs102", "hello"]), form).status_code == 302
+    job = dispatch(Job.objects.get())
+    assert squeue_on_lab2(job.slurm_job_id, "%T|%v") == f"PENDING|{session.reservation_name}", "gpu3 is full"
+
+    # The lab's end comes, for the portal and for lab2: lab2 ends the reservation itself.
+    end(session)
+    ends = (timezone.now() + timedelta(seconds=2)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    slurm("scontrol", "-M", "lab2", "update", f"reservationname={session.reservation_name}", f"endtime={ends}")
+    wait_until(
+        lambda: f"ReservationName={session.reservation_name} " not in on_lab2(session.reservation_name),
+        timeout=60,
+        what="lab2 to end the reservation",
+    )
+    labs_tick()
+
+    job.refresh_from_db()
+    assert job.reservation == "" and squeue_on_lab2(job.slurm_job_id, "%v") in ("", "(null)")
+    assert JobEvent.objects.filter(job=job, cause__contains="now waits in the normal queue").exists()
+    deadline = time.monotonic() + 60  # what beat runs, until the job is over (a held job is released by a tick)
+    while not job.is_terminal and time.monotonic() < deadline:
+        jobs_sync()
+        labs_tick()
+        job.refresh_from_db()
+        time.sleep(0.5)
+    assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"

@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
+from django.conf import settings
 from django.db.models import (
     Aggregate,
     BigIntegerField,
     Case,
+    CharField,
     Count,
     DateTimeField,
     F,
@@ -222,6 +224,14 @@ def seconds_in(window: ReportRange, now: datetime, start: str = "started_at", en
     return Greatest(clipped, ZERO, output_field=BigIntegerField())
 
 
+def cluster_named(field: str = "cluster") -> Case:
+    """A job's (or course's) cluster as the database sees it: the field, or the portal's own cluster when empty.
+
+    Usage records always name their cluster; jobs and courses leave it empty for the portal's own."""
+    own = Value(settings.LABQUEUE_SLURM_CLUSTER, output_field=CharField())
+    return Case(When(**{field: ""}, then=own), default=F(field), output_field=CharField())
+
+
 def outcome_is(outcome: str) -> Q:
     """Records whose Slurm state has this portal outcome: slurm.states.final_outcome as a database filter."""
     if outcome == states.OUTCOME_FAILED:
@@ -267,6 +277,16 @@ def usage_records_in_range(*, window: ReportRange, accounts: list[str] = (), use
 
 def usage_total(*, records: QuerySet, window: ReportRange, now: datetime, label: str = "Total") -> Usage:
     return Usage.from_row(records.aggregate(**_metrics(window, now)), label)
+
+
+def usage_by_cluster(*, records: QuerySet, window: ReportRange, now: datetime) -> list[Usage]:
+    """One row per cluster: the portal's own and LABQUEUE_SLURM_OTHER_CLUSTERS (zeros included), then any other
+    cluster with records in the range. A job id is a job only on its cluster: the same id on two is two jobs,
+    one in each row. One query; the pages show the rows only when there is more than one."""
+    found = {row["cluster"]: row for row in records.values("cluster").annotate(**_metrics(window, now))}
+    names = [settings.LABQUEUE_SLURM_CLUSTER, *settings.LABQUEUE_SLURM_OTHER_CLUSTERS]
+    names += sorted(set(found) - set(names))
+    return [Usage.from_row(found[name], name) if name in found else Usage(label=name) for name in names]
 
 
 def usage_by_user(*, course: Course, records: QuerySet, window: ReportRange, now: datetime) -> list[Usage]:
@@ -372,6 +392,22 @@ def my_usage(*, course: Course, netid: str, window: ReportRange, now: datetime |
         total=usage_total(records=records, window=window, now=now, label="You"),
         assignments=usage_by_assignment(records=records, window=window, now=now, course=course),
         days=gpu_hours_by_day(records=records, window=window, now=now),
+    )
+
+
+@dataclass(frozen=True)
+class SiteTotals:
+    clusters: list[Usage]  # usage_by_cluster
+    total: Usage
+
+
+def site_totals(*, window: ReportRange, now: datetime | None = None) -> SiteTotals:
+    """Every record in the range, per cluster and in all, for operations staff. Two queries."""
+    now = now or timezone.now()
+    records = usage_records_in_range(window=window)
+    return SiteTotals(
+        clusters=usage_by_cluster(records=records, window=window, now=now),
+        total=usage_total(records=records, window=window, now=now, label="All clusters"),
     )
 
 

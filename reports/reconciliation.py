@@ -2,13 +2,17 @@
 
 Lists every difference with its cause: Slurm jobs on the course account that the portal
 did not submit, portal jobs Slurm has no record of, and records whose state or usage
-disagrees with the portal job. Compares only up to the last ingest; never calls Slurm.
+disagrees with the portal job. A Slurm job is its cluster and job id (ids restart on each
+cluster): a portal job's record is the one of the cluster the portal sent it to. Compares
+only up to the last ingest of each cluster; never calls Slurm. Web side (the course report).
 """
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 from uuid import UUID
 
 from django.conf import settings
@@ -21,6 +25,7 @@ from reports.queries import (
     DIFFERENCES_SHOWN,
     ReportRange,
     Usage,
+    cluster_named,
     expected_outcome,
     seconds_in,
     usage_records_in_range,
@@ -34,6 +39,7 @@ class Difference:
     user: str
     cause: str
     job_uuid: UUID | None = None
+    cluster: str = ""  # the record's cluster; for a missing record, the one the portal sent the job to
 
     LABELS = {
         "outside": "Slurm job the portal did not submit",
@@ -72,19 +78,19 @@ class Reconciliation:
 def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_side: Usage) -> Reconciliation | None:
     """Portal jobs of the course vs. Slurm's records on its account in the window. Five queries.
 
-    Compared only up to where accounting has been copied (AccountingCursor): a job
-    submitted after that is not a difference yet. None before the first copy: nothing to compare.
+    Compared only up to where accounting has been copied (AccountingCursor), each job up to its own cluster's
+    copy: a job submitted after that is not a difference yet. None before the first copy of the course's
+    cluster (course.cluster, or the portal's own): nothing to compare.
     """
-    cursor = (
-        AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER)
-        .values_list("ingested_until", flat=True)
-        .first()
-    )
+    copied = dict(AccountingCursor.objects.values_list("cluster", "ingested_until"))
+    cursor = copied.get(course.cluster or settings.LABQUEUE_SLURM_CLUSTER)
     if cursor is None:
         return None
     portal_jobs = (
-        Job.objects.filter(assignment__course=course, submitted_at__lt=min(window.end, cursor))
+        Job.objects.filter(assignment__course=course)
         .exclude(slurm_job_id="")
+        .annotate(on_cluster=cluster_named("cluster"))
+        .filter(_compared(copied, window))
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gte=window.start))
         .order_by()
     )
@@ -103,6 +109,12 @@ def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_
         ingested_until=cursor,
         cut=None in found,
     )
+
+
+def _compared(copied: dict[str, datetime], window: ReportRange) -> Q:
+    """Jobs submitted before the window's end and before their own cluster's accounting was last copied."""
+    until = (Q(on_cluster=cluster, submitted_at__lt=min(at, window.end)) for cluster, at in copied.items())
+    return reduce(operator.or_, until)
 
 
 def _shown(rows, make) -> list[Difference | None]:
@@ -124,18 +136,20 @@ def _outside_the_portal(*, course: Course, window: ReportRange) -> list[Differen
             cause = f"On the course account but not submitted through the portal (job name “{record.job_name}”)."
         else:
             cause = f"Submitted through the portal for another course, {record.job.assignment.course}."
-        return Difference("outside", record.slurm_job_id, record.user, cause)
+        return Difference("outside", record.slurm_job_id, record.user, cause, cluster=record.cluster)
 
     return _shown(records, make)
 
 
 def _unknown_to_slurm(*, portal_jobs: QuerySet) -> list[Difference | None]:
-    has_record = UsageRecord.objects.filter(job=OuterRef("pk"), slurm_job_id=OuterRef("slurm_job_id"))
+    has_record = UsageRecord.objects.filter(
+        job=OuterRef("pk"), slurm_job_id=OuterRef("slurm_job_id"), cluster=OuterRef("on_cluster")
+    )
     jobs = portal_jobs.filter(~Exists(has_record)).order_by("submitted_at")
 
     def make(job: Job) -> Difference:
         cause = f"The portal sent it to Slurm as job {job.slurm_job_id}, but Slurm's accounting has no record of it."
-        return Difference("missing", job.slurm_job_id, job.run_as, cause, job.uuid)
+        return Difference("missing", job.slurm_job_id, job.run_as, cause, job.uuid, job.on_cluster)
 
     return _shown(jobs, make)
 
@@ -145,8 +159,10 @@ def _disagreements(*, course: Course, window: ReportRange) -> list[Difference | 
         usage_records_in_range(window=window)
         .filter(job__assignment__course=course)
         .annotate(expected=expected_outcome())
+        .annotate(sent_to=cluster_named("job__cluster"))
         .filter(
             ~Q(slurm_job_id=F("job__slurm_job_id"))
+            | ~Q(cluster=F("sent_to"))
             | ~Q(account=F("job__account"))
             | ~Q(gpus=F("job__gpus"))
             | (Q(expected="live") & ~Q(job__status__in=[Status.PENDING, Status.RUNNING]))
@@ -159,7 +175,7 @@ def _disagreements(*, course: Course, window: ReportRange) -> list[Difference | 
     return _shown(
         records,
         lambda record: Difference(
-            "disagrees", record.slurm_job_id, record.user, _disagreement(record), record.job.uuid
+            "disagrees", record.slurm_job_id, record.user, _disagreement(record), record.job.uuid, record.cluster
         ),
     )
 
@@ -171,6 +187,8 @@ def _disagreement(record: UsageRecord) -> str:
         causes.append(
             f"A second Slurm job carries this portal job's name; the portal tracks job {job.slurm_job_id or 'none'}."
         )
+    if record.cluster != record.sent_to:
+        causes.append(f"Slurm ran it on {record.cluster}; the portal sent it to {record.sent_to}.")
     if record.account != job.account:
         causes.append(f"Slurm charged account {record.account}; the portal asked for {job.account}.")
     if record.gpus != job.gpus:

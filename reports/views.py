@@ -14,7 +14,7 @@ from portal.spreadsheet import spreadsheet_safe
 from reports import right_sizing
 from reports.course_report import course_report_cached
 from reports.forms import course_default_first, overview_default_first, range_from_request
-from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, usage_overview
+from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, site_totals, usage_overview
 from reports.right_sizing import asked_and_used_by_assignment, over_asked_jobs
 from reports.svg import gpu_hours_chart
 
@@ -30,6 +30,7 @@ def course_report_view(request: HttpRequest, slug: str) -> HttpResponse:
         "course": course,
         "role": role,
         "report": report,
+        "several_clusters": len(report.clusters) > 1,
         "form": form,
         "header": Usage.HEADER,
         "chart": gpu_hours_chart(report.days),
@@ -64,7 +65,7 @@ def course_asked_and_used_csv(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def course_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
-    """The page's rows (total, per student, per assignment) as CSV, cell for cell."""
+    """The page's rows (per cluster when there are several, total, per student, per assignment) as CSV."""
     course, _ = course_get_for_user(user=request.user, slug=slug, roles=STAFF_ROLES)
     window, _ = range_from_request(request.GET, default_first=course_default_first(course))
     report = course_report_cached(course=course, window=window)
@@ -73,6 +74,7 @@ def course_report_csv(request: HttpRequest, slug: str) -> HttpResponse:
     writer = csv.writer(response)
     rows = [
         ["Section", *Usage.HEADER],
+        *(["cluster", *row.cells] for row in report.clusters if len(report.clusters) > 1),
         ["total", *report.total.cells],
         *(["student", *row.cells] for row in report.students),
         *(["assignment", *row.cells] for row in report.assignments),
@@ -90,10 +92,12 @@ def course_statement(request: HttpRequest, slug: str) -> HttpResponse:
     report = course_report_cached(course=course, window=window)
     rate = _billing_rate()
     rows = [(row, _estimate(row, rate)) for row in report.assignments]
+    clusters = [(row, _estimate(row, rate)) for row in report.clusters] if len(report.clusters) > 1 else []
     context = {
         "course": course,
         "report": report,
         "rows": rows,
+        "clusters": clusters,
         "rate": rate,
         "form": form,
         "total_estimate": _estimate(report.total, rate),
@@ -130,7 +134,8 @@ def usage_overview_view(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only operations staff see all courses.")
     first = overview_default_first(days=settings.LABQUEUE_REPORT_DEFAULT_DAYS)
     window, form = range_from_request(request.GET, default_first=first)
-    context = {"rows": usage_overview(window=window), "form": form, "window": window}
+    totals = site_totals(window=window)
+    context = {"rows": usage_overview(window=window), "totals": totals, "form": form, "window": window}
     return render(request, "reports/usage_overview.html", context)
 
 

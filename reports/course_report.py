@@ -45,7 +45,7 @@ class CourseReport:
 
 
 def course_report(*, course: Course, window: ReportRange, now: datetime | None = None) -> CourseReport:
-    """Everything on the course report page: thirteen queries, whatever the size of the course."""
+    """Everything on the course report page: fourteen queries, whatever the size of the course."""
     now = now or timezone.now()
     records = usage_records_in_range(window=window, accounts=[course.slurm_account])
     total = usage_total(records=records, window=window, now=now)
@@ -72,7 +72,7 @@ def course_report_cached(*, course: Course, window: ReportRange) -> CourseReport
     """course_report, computed again as soon as anything it reads changed: the ingest cursor (every new or
     updated accounting record comes with an ingest), the course's jobs, its roster; and at least every
     REPORT_CACHE_SECONDS. Whenever it is computed, the reconciliation compares every record as before.
-    Four small queries when nothing changed, instead of the report's thirteen over every record."""
+    Four small queries when nothing changed, instead of the report's fourteen over every record."""
     inputs = f"{course.pk}:{window.first}:{window.last}:{_inputs_version(course)}"
     key = "course-report:" + hashlib.sha256(inputs.encode()).hexdigest()  # short and safe for any cache backend
     report = cache.get(key)

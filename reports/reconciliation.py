@@ -67,8 +67,9 @@ class Reconciliation:
     portal: Side
     slurm: Side
     differences: list[Difference]
-    ingested_until: datetime
+    ingested_until: datetime  # of the course's cluster
     cut: bool
+    cluster: str = ""  # the course's cluster, by name
 
     @property
     def agrees(self) -> bool:
@@ -83,7 +84,8 @@ def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_
     cluster (course.cluster, or the portal's own): nothing to compare.
     """
     copied = dict(AccountingCursor.objects.values_list("cluster", "ingested_until"))
-    cursor = copied.get(course.cluster or settings.LABQUEUE_SLURM_CLUSTER)
+    cluster = course.cluster or settings.LABQUEUE_SLURM_CLUSTER
+    cursor = copied.get(cluster)
     if cursor is None:
         return None
     portal_jobs = (
@@ -108,6 +110,7 @@ def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_
         differences=[difference for difference in found if difference is not None],
         ingested_until=cursor,
         cut=None in found,
+        cluster=cluster,
     )
 
 

@@ -81,6 +81,7 @@ def test_a_course_on_lab2_is_compared_up_to_lab2s_copy_of_the_accounting(
 
     page = report_page(client, instructor, course)
     assert 'id="reconciliation-agrees"' in page
+    assert "Slurm's accounting of <code>lab2</code>, the course's cluster, copied up to" in page
 
     copied("lab")  # lab's copy, however recent, says nothing about lab2's jobs
     assert 'id="reconciliation-agrees"' in report_page(client, instructor, course)

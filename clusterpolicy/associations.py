@@ -27,6 +27,7 @@ from django.utils import timezone
 from clusterpolicy.models import AssociationRun
 from clusterpolicy.plan import DesiredAccount, UserLimits, plan
 from clusterpolicy.selectors import course_qos
+from courses.clusters import cluster_name, federation_members, is_federated
 from courses.models import Course, Enrollment
 from courses.policy import held_to_ceilings
 from courses.selectors import course_ceilings
@@ -102,7 +103,9 @@ def associations_reconcile(
         courses = courses.filter(slurm_account__in=courses.filter(slug__in=course_slugs).values("slurm_account"))
     on_cluster: dict[str, list[Course]] = {}
     for course in courses:  # each cluster's associations are its own (sacctmgr ... cluster=<name>)
-        on_cluster.setdefault(course.cluster or settings.LABQUEUE_SLURM_CLUSTER, []).append(course)
+        # A federated course's jobs may run on any member: its account, users and limits are on each of them.
+        for cluster in federation_members() if is_federated(course.cluster) else [cluster_name(course.cluster)]:
+            on_cluster.setdefault(cluster, []).append(course)
     planned = {cluster: desired_accounts(listed) for cluster, listed in sorted(on_cluster.items())}
     errors = [error for _desired, problems in planned.values() for error in problems]
     run = AssociationRun.objects.create(

@@ -18,11 +18,16 @@ slurm_name_validator = RegexValidator(
 def other_cluster_validator(value: str) -> None:
     """A course runs on the portal's own cluster (empty) or on one of the site's other clusters."""
     others = settings.LABQUEUE_SLURM_OTHER_CLUSTERS
-    if value and value not in others:
+    if value and value not in others and value != settings.LABQUEUE_SLURM_FEDERATION:
         listed = ", ".join(others) if others else "none is set"
         raise ValidationError(
             f"'{value}' is not one of this site's other clusters (LABQUEUE_SLURM_OTHER_CLUSTERS: {listed}). Leave it "
-            "empty for the portal's own cluster."
+            "empty for the portal's own cluster"
+            + (
+                f", or name the federation {settings.LABQUEUE_SLURM_FEDERATION}."
+                if settings.LABQUEUE_SLURM_FEDERATION
+                else "."
+            )
         )
 
 
@@ -87,7 +92,8 @@ class Course(models.Model):
         default="",
         validators=[other_cluster_validator],
         help_text="Another cluster of the site the course's jobs run on (LABQUEUE_SLURM_OTHER_CLUSTERS); "
-        "empty: the portal's own cluster.",
+        "empty: the portal's own cluster; the federation's name (LABQUEUE_SLURM_FEDERATION): offered to every cluster "
+        "of the federation, runs where it fits first.",
     )
     staff_may_open_sessions = models.BooleanField(
         default=False,

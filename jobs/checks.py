@@ -34,6 +34,7 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 import slurm
+from courses.clusters import slurm_cluster
 from courses.scripting import Resources, render_script
 from jobs import files
 from jobs.models import CHECK_ACTIVE_IN_SLURM, CHECK_TRANSITIONS, CheckRun, CheckStatus, Job, Status
@@ -205,7 +206,7 @@ def check_spec(run: CheckRun) -> slurm.JobSpec:
         stdout=str(workdir / run.output_name),
         stderr=str(workdir / run.output_name),
         dependency=f"afterok:{job.slurm_job_id}",
-        cluster=job.cluster,
+        cluster=slurm_cluster(job.cluster),  # a federated job's check is federated too
     )
 
 
@@ -298,7 +299,7 @@ def checks_requeue_stale() -> None:
     stuck = CheckRun.objects.filter(status=CheckStatus.SUBMITTING, updated_at__lt=grace).select_related("job")
     for run in list(stuck):
         try:
-            found = slurm.find_by_name(_check_name(run.job), cluster=run.job.cluster)
+            found = slurm.find_by_name(_check_name(run.job), cluster=slurm_cluster(run.job.cluster))
         except slurm.SlurmUnavailable as error:
             log.warning("Checks left being sent not looked up, Slurm did not answer: %s", error)
             break

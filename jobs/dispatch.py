@@ -18,6 +18,7 @@ from django.utils import timezone
 
 import slurm
 from clusterpolicy.selectors import lab_reservation_for, lab_reservations_over
+from courses.clusters import accounting_clusters, cluster_name, is_federated, lab_cluster, slurm_cluster
 from courses.scripting import SCRIPT_NAME
 from courses.selectors import course_role
 from jobs.checks import checks_finish, checks_follow_queue, checks_in_slurm
@@ -63,7 +64,7 @@ def _dispatch(job: Job) -> None:
         if first_attempt:
             slurm_id = _submit(job, refusal=refusal, files=files, digests=digests)
         else:  # a job Slurm already has is adopted whatever changed since
-            slurm_id = slurm.find_by_name(job.slurm_name, cluster=job.cluster) or _submit_again(job)
+            slurm_id = slurm.find_by_name(job.slurm_name, cluster=slurm_cluster(job.cluster)) or _submit_again(job)
     except slurm.SlurmUnavailable as error:
         job_transition(
             job=job,
@@ -133,10 +134,17 @@ def job_spec(job: Job) -> slurm.JobSpec:
         stdout=str(workdir / job.stdout_name),
         stderr=str(workdir / job.stderr_name),
         reservation=job.reservation,
-        cluster=job.cluster,
+        cluster=_sent_to(job),
         # In a lab the site's lab QOS (it may preempt research work, README "Classroom priority"), else the course's.
         qos=(settings.LABQUEUE_LAB_QOS or job.qos) if job.reservation else job.qos,
     )
+
+
+def _sent_to(job: Job) -> str:
+    """The -M of the job's sbatch (courses.clusters.slurm_cluster). A lab session's job carries --reservation, which
+    exists on one cluster only: a federated course's lab job is sent to the cluster of its lab, the own one
+    (courses.clusters.lab_cluster), kept simple rather than finding where a reservation is."""
+    return slurm_cluster(lab_cluster(job.cluster) if job.reservation else job.cluster)
 
 
 def _last_line_of_defence(job: Job) -> str:
@@ -199,7 +207,7 @@ def job_scancel(*, job_id: int) -> None:
     job = Job.objects.get(pk=job_id)
     if job.slurm_job_id and not job.is_terminal:
         with job_logging(job.uuid):
-            slurm.cancel(job.slurm_job_id, run_as=job.run_as, cluster=job.cluster)
+            slurm.cancel(job.slurm_job_id, run_as=job.run_as, cluster=slurm_cluster(job.cluster))
 
 
 #: What squeue tells about a job still in the queue (_live_fields).
@@ -253,35 +261,74 @@ def jobs_sync() -> int:
     squeue for the live ones, one sacct for those that left the queue or finished, and one sacct for what
     finished jobs used (_collect_usage). Each other cluster (LABQUEUE_SLURM_OTHER_CLUSTERS) is asked every cycle,
     so its courses' pages know when it stops answering; one that does not answer holds up only its own jobs.
-    Raises SlurmUnavailable when the portal's own cluster did not answer (after the others were followed)."""
+    A federated course's jobs are found by their federation-wide id in the same squeues (no command more, see
+    _follow_federation). Raises SlurmUnavailable when the portal's own cluster did not answer (after the others
+    were followed)."""
     active = list(Job.objects.filter(status__in=ACTIVE_IN_SLURM).exclude(slurm_job_id=""))
     check_runs = checks_in_slurm()  # assignments' checks ride along in the same two calls (jobs.checks)
+    federated = [job for job in active if is_federated(job.cluster)]
+    federated_runs = [run for run in check_runs if is_federated(run.job.cluster)]
     clusters = {job.cluster for job in active} | {run.job.cluster for run in check_runs}
-    silent_here = None
-    for cluster in sorted(clusters | set(settings.LABQUEUE_SLURM_OTHER_CLUSTERS)):
+    if federated or federated_runs:
+        clusters.add("")  # every member's queue is needed; the other clusters are asked anyway
+    queues, silent_here = {}, None
+    for cluster in sorted(
+        {name for name in clusters if not is_federated(name)} | set(settings.LABQUEUE_SLURM_OTHER_CLUSTERS)
+    ):
         try:
-            _follow_slurm(
-                [job for job in active if job.cluster == cluster],
-                [run for run in check_runs if run.job.cluster == cluster],
-                cluster=cluster,
-            )
+            _follow_cluster(cluster, active, check_runs, queues)
         except slurm.SlurmUnavailable as error:
             if not cluster:
                 silent_here = error
                 continue
             log.warning("The cluster %s did not answer; its jobs wait for the next cycle: %s", cluster, error)
-            continue
-        if cluster:
-            heartbeat(cluster_heartbeat_name(cluster))
+    if federated or federated_runs:
+        _follow_federation(federated, federated_runs, queues)
     _collect_usage()
     if silent_here is not None:
         raise silent_here
     return len(active)
 
 
-def _follow_slurm(active: list[Job], check_runs: list, *, cluster: str = "") -> None:
-    """One squeue for the cluster's active jobs and checks, then one sacct for those that left the queue."""
-    live = slurm.queue(cluster=cluster)
+def _follow_cluster(cluster: str, active: list[Job], check_runs: list, queues: dict[str, dict]) -> None:
+    """One squeue of the cluster (kept in `queues` for the federated jobs), then its own jobs and checks followed;
+    an other cluster that answered gets its heartbeat."""
+    queues[cluster] = slurm.queue(cluster=slurm_cluster(cluster))
+    _follow_slurm(
+        [job for job in active if job.cluster == cluster],
+        [run for run in check_runs if run.job.cluster == cluster],
+        live=queues[cluster],
+        cluster=cluster,
+    )
+    if cluster:
+        heartbeat(cluster_heartbeat_name(cluster))
+
+
+def _follow_federation(active: list[Job], check_runs: list, queues: dict[str, dict]) -> None:
+    """A federated job has one id on every cluster of the federation (Slurm's cluster id << 26 + local id): it is
+    looked up in every member's queue (their REVOKED copies already left out by the adapter), a running row first,
+    and the cluster of that row is where it started. While a member has not answered, the federated jobs wait for
+    the next cycle: a job missing from the answers could be running on the silent cluster, not finished."""
+    members = ["", *settings.LABQUEUE_SLURM_OTHER_CLUSTERS]  # as Job.cluster names them; from settings
+    if silent := [cluster_name(cluster) for cluster in members if cluster not in queues]:
+        log.warning("Federated jobs wait for the next cycle: %s did not answer.", ", ".join(silent))
+        return
+    live, ran_on = {}, {}
+    for cluster in members:
+        for job_id, entry in queues[cluster].items():
+            if job_id not in live or states.is_running(entry.state):
+                live[job_id], ran_on[job_id] = entry, cluster_name(cluster)
+    try:
+        _follow_slurm(active, check_runs, live=live, cluster=settings.LABQUEUE_SLURM_FEDERATION, ran_on=ran_on)
+    except slurm.SlurmUnavailable as error:
+        log.warning("The federation's accounting did not answer; its jobs wait for the next cycle: %s", error)
+
+
+def _follow_slurm(
+    active: list[Job], check_runs: list, *, live: dict, cluster: str = "", ran_on: dict[str, str] | None = None
+) -> None:
+    """Follow the cluster's active jobs and checks in its squeue (`live`), then one sacct for those that left it.
+    A job that runs records where (`ran_on`, else the cluster asked)."""
     now = timezone.now()
     finished, changed, unchanged = [], [], []
     for job in active:
@@ -291,6 +338,8 @@ def _follow_slurm(active: list[Job], check_runs: list, *, cluster: str = "") -> 
             continue
         target = Status.RUNNING if states.is_running(entry.state) else Status.PENDING
         fields = {**_live_fields(entry), "left_queue_at": None}
+        if target == Status.RUNNING:
+            fields["ran_on"] = (ran_on or {}).get(job.slurm_job_id) or cluster_name(cluster)
         if target != job.status:
             job_transition(job=job, to=target, cause=f"Slurm reports {entry.state}.", checked_at=now, **fields)
         elif any(getattr(job, name) != value for name, value in fields.items()):
@@ -302,22 +351,29 @@ def _follow_slurm(active: list[Job], check_runs: list, *, cluster: str = "") -> 
             unchanged.append(job.pk)
     # What did not change costs one statement however many jobs; what changed, one per batch.
     Job.objects.filter(pk__in=unchanged).update(checked_at=now)
-    Job.objects.bulk_update(changed, [*LIVE_FIELDS, "left_queue_at", "checked_at"], batch_size=500)
+    Job.objects.bulk_update(changed, [*LIVE_FIELDS, "ran_on", "left_queue_at", "checked_at"], batch_size=500)
     checks_left = checks_follow_queue(check_runs, live)
     if finished or checks_left:
-        # Left the queue: finished, but how is known only from sacct. Until it answers the job is
-        # neither "running" nor done, and its check time stays old so the page says so.
-        Job.objects.filter(pk__in=[job.pk for job in finished], left_queue_at=None).update(left_queue_at=now)
-        records = slurm.accounting(job_ids=[job.slurm_job_id for job in finished + checks_left], cluster=cluster)
-        Job.objects.filter(pk__in=[job.pk for job in finished]).update(checked_at=now)
-        for job in finished:
-            record = records.get(job.slurm_job_id)
-            target = _final_status(record.state) if record else None
-            if target is not None:
-                cause = f"Slurm's accounting reports {record.state}, exit code {record.exit_code}."
-                if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
-                    _store_explanation(job)
-        checks_finish(checks_left, records)
+        _follow_accounting(finished, checks_left, cluster=cluster, now=now)
+
+
+def _follow_accounting(finished: list[Job], checks_left: list, *, cluster: str, now: datetime) -> None:
+    """Left the queue: finished, but how is known only from sacct. Until it answers the job is neither "running"
+    nor done, and its check time stays old so the page says so. A federated job's sacct reads every member's
+    records (-M lab,lab2); the adapter leaves out the origin's REVOKED copy, so the record is the one of the
+    cluster where it ran."""
+    Job.objects.filter(pk__in=[job.pk for job in finished], left_queue_at=None).update(left_queue_at=now)
+    job_ids = [job.slurm_job_id for job in finished + checks_left]
+    records = slurm.accounting(job_ids=job_ids, cluster=accounting_clusters(cluster))
+    Job.objects.filter(pk__in=[job.pk for job in finished]).update(checked_at=now)
+    for job in finished:
+        record = records.get(job.slurm_job_id)
+        target = _final_status(record.state) if record else None
+        if target is not None:
+            cause = f"Slurm's accounting reports {record.state}, exit code {record.exit_code}."
+            if job_transition(job=job, to=target, cause=cause, **_final_fields(record)):
+                _store_explanation(job)
+    checks_finish(checks_left, records)
 
 
 def _collect_usage() -> None:
@@ -335,7 +391,7 @@ def _collect_usage() -> None:
     for cluster in sorted({job.cluster for job in waiting}):
         jobs = [job for job in waiting if job.cluster == cluster]
         try:
-            usage = slurm.job_usage([job.slurm_job_id for job in jobs], cluster=cluster)
+            usage = slurm.job_usage([job.slurm_job_id for job in jobs], cluster=accounting_clusters(cluster))
         except slurm.SlurmError as error:
             log.warning("What %s finished jobs used was not read (%s); the next cycle tries again.", len(jobs), error)
             continue
@@ -426,7 +482,7 @@ def jobs_leave_ended_labs() -> int:
     waiting = Job.objects.filter(status=Status.PENDING, reservation__in=removed).exclude(slurm_job_id="")
     moved = 0
     for job in waiting:
-        reservations.job_reservation_clear(job.slurm_job_id, cluster=job.cluster)
+        reservations.job_reservation_clear(job.slurm_job_id, cluster=slurm_cluster(lab_cluster(job.cluster)))
         Job.objects.filter(pk=job.pk).update(reservation="")
         JobEvent.objects.create(
             job=job, cause="The lab session ended before the job started; it now waits in the normal queue."
@@ -446,5 +502,5 @@ def jobs_release_lab_holds() -> int:
     for cluster, job_id in held.values_list("cluster", "slurm_job_id"):
         on_cluster.setdefault(cluster, []).append(job_id)
     for cluster, ids in on_cluster.items():
-        reservations.jobs_release(ids, cluster=cluster)
+        reservations.jobs_release(ids, cluster=slurm_cluster(lab_cluster(cluster)))
     return sum(map(len, on_cluster.values()))

@@ -3,6 +3,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+import slurm
+from courses.clusters import is_federated
 from courses.models import Assignment, AssignmentVersion, Dataset
 from courses.scripting import STDERR_NAME, STDOUT_NAME
 
@@ -70,6 +72,14 @@ class Job(models.Model):
         default="",
         db_default="",
         help_text="The cluster it was sent to; empty: the portal's own.",
+    )
+    ran_on = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The cluster it started on, as squeue said (for a federated job, the member that ran it); empty: "
+        "not seen running.",
     )
     slurm_state = models.CharField(max_length=32, blank=True)
     reason = models.CharField(max_length=200, blank=True)
@@ -184,6 +194,16 @@ class Job(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def is_federated(self) -> bool:
+        """Sent to the federation (LABQUEUE_SLURM_FEDERATION): offered to every cluster of it."""
+        return is_federated(self.cluster)
+
+    @property
+    def federated_id_parts(self) -> tuple[int, int] | None:
+        """(origin cluster's id, job id there) of a federation-wide Slurm job id; None otherwise."""
+        return slurm.federated_job_id_parts(self.slurm_job_id) if self.slurm_job_id else None
 
     @property
     def can_retry(self) -> bool:

@@ -377,6 +377,10 @@ LABQUEUE_SLURM_CLUSTER = env("LABQUEUE_SLURM_CLUSTER", "lab")
 # Several clusters of one slurmdbd (README, "Several clusters"): the other clusters' names (ClusterName) a course
 # may be bound to; their Slurm commands carry `-M <name>`. Empty: the one cluster above, and no -M anywhere.
 LABQUEUE_SLURM_OTHER_CLUSTERS = env_list("LABQUEUE_SLURM_OTHER_CLUSTERS")
+# The federation the clusters above form (`sacctmgr add federation`), a name a course may be bound to: its jobs are
+# sent without -M and run on whichever cluster can start them first. Set, every other job carries -M <its cluster>
+# (in a federation a job sent without -M is federated). Empty: no federation.
+LABQUEUE_SLURM_FEDERATION = env("LABQUEUE_SLURM_FEDERATION", "")
 LABQUEUE_USAGE_OVERLAP_SECONDS = env_int("LABQUEUE_USAGE_OVERLAP_SECONDS", 3600)
 LABQUEUE_USAGE_FIRST_DAYS = env_int("LABQUEUE_USAGE_FIRST_DAYS", 120)
 LABQUEUE_REPORT_DEFAULT_DAYS = env_int("LABQUEUE_REPORT_DEFAULT_DAYS", 120)

@@ -82,7 +82,10 @@ def usage_ingest(*, now: datetime | None = None, other_cluster: str = "") -> Ing
     cursor, _ = AccountingCursor.objects.get_or_create(cluster=cluster, defaults={"ingested_until": first_since})
     since = cursor.ingested_until - timedelta(seconds=settings.LABQUEUE_USAGE_OVERLAP_SECONDS)
     try:
-        records = slurm.accounting(since=since, until=now, cluster=other_cluster)
+        # In a federation the own cluster is asked by name too (-M), as the others are: a federated job's record is
+        # filed once, under the cluster that ran it (the origin's REVOKED copy is left out by the adapter).
+        own = settings.LABQUEUE_SLURM_CLUSTER if settings.LABQUEUE_SLURM_FEDERATION else ""
+        records = slurm.accounting(since=since, until=now, cluster=other_cluster or own)
     except slurm.SlurmUnavailable as error:
         AccountingCursor.objects.filter(pk=cursor.pk).update(last_error=str(error), last_error_at=now)
         raise

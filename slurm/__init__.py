@@ -12,7 +12,7 @@ A plain Python package: it imports no LabQueue app, only django.conf.settings wh
 
 from .commands import accounting, cancel, find_by_name, queue, sbatch_path, submit
 from .errors import SlurmError, SlurmMisconfigured, SlurmRejected, SlurmTimeout, SlurmUnavailable
-from .records import AcctRecord, JobSpec, LiveJob
+from .records import AcctRecord, JobSpec, LiveJob, federated_job_id_parts
 from .usage import JobUsage, job_usage
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "SlurmUnavailable",
     "accounting",
     "cancel",
+    "federated_job_id_parts",
     "find_by_name",
     "job_usage",
     "queue",

@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from . import parsers, runner
 from .errors import SlurmRejected, SlurmUnavailable
-from .records import AcctRecord, JobSpec, LiveJob, check_cluster, check_job_id, check_job_name
+from .records import AcctRecord, JobSpec, LiveJob, check_cluster, check_clusters, check_job_id, check_job_name
 
 logger = logging.getLogger(__name__)
 
@@ -87,14 +87,14 @@ def accounting(
     accounts: Sequence[str] = (),
     cluster: str = "",
 ) -> dict[str, AcctRecord]:
-    """Allocation records from slurmdbd, keyed by job id: ONE sacct.
+    """Allocation records from slurmdbd, keyed by job id: ONE sacct (of `cluster`, or of several: "lab,lab2").
 
     With neither ``job_ids`` nor ``since`` sacct's own default window applies
     (since midnight UTC today).
     """
     argv = [
         "sacct",
-        *_on(cluster),
+        *(["-M", check_clusters(cluster)] if cluster else []),
         "-X",
         "-P",
         "-n",

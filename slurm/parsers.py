@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from . import states
 from .records import AcctRecord, LiveJob
 
 logger = logging.getLogger(__name__)
@@ -206,6 +207,8 @@ def parse_squeue(stdout: str, *, marker: str = "") -> dict[str, LiveJob]:
             nodes=clean(raw["nodes"]),
             reservation=clean(raw["reservation"]),
         )
+        if job.state == states.REVOKED:  # a federated job's copy where it does not run (slurm.states.REVOKED)
+            continue
         if job.job_id in jobs or job.job_id in twice:
             logger.warning("slurm: squeue printed job %s more than once; keeping none of them", job.job_id)
             jobs.pop(job.job_id, None)
@@ -323,5 +326,6 @@ def parse_sacct(stdout: str, *, marker: str = "") -> dict[str, AcctRecord]:
             comment=raw["Comment"],
             node_list=clean(raw["NodeList"]),
         )
-        records[record.job_id] = record
+        if record.state != states.REVOKED:  # the origin's copy of a federated job that ran on another cluster
+            records[record.job_id] = record
     return records

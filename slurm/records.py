@@ -26,6 +26,19 @@ def check_job_id(job_id: str) -> str:
     return job_id
 
 
+#: In a federation a job id is the origin cluster's id (sacctmgr show cluster format=cluster,id) shifted left by
+#: these bits, plus the job's id on that cluster: lab (id 1) numbers its job 24 as 67108888.
+FEDERATION_ID_BITS = 26
+
+
+def federated_job_id_parts(job_id: str) -> tuple[int, int] | None:
+    """(origin cluster's id, local job id) of a federation-wide job id; None for an id without a cluster's bits."""
+    number = job_id.split("_", 1)[0]
+    if not number.isdigit() or int(number) >> FEDERATION_ID_BITS == 0:
+        return None
+    return int(number) >> FEDERATION_ID_BITS, int(number) & ((1 << FEDERATION_ID_BITS) - 1)
+
+
 def check_job_name(name: str) -> str:
     # squeue -n and sacct --name take comma-separated lists: a comma would split it.
     if not name or "," in name or "\n" in name:
@@ -41,6 +54,11 @@ def check_cluster(name: str) -> str:
     if not _CLUSTER_NAME.fullmatch(name):
         raise ValueError(f"not a cluster name: {name!r}")
     return name
+
+
+def check_clusters(names: str) -> str:
+    """One cluster's name, or several separated by commas (`sacct -M lab,lab2` reads each one's records)."""
+    return ",".join(check_cluster(name) for name in names.split(","))
 
 
 @dataclass(frozen=True)

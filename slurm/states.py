@@ -17,6 +17,9 @@ PENDING_STATES = frozenset({PENDING, "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", 
 RUNNING_STATES = frozenset({"CONFIGURING", "RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING", "SUSPENDED"})
 #: Not finished yet: the job is still in squeue.
 LIVE_STATES = PENDING_STATES | RUNNING_STATES
+#: A federated job's copy on a cluster that did not run it (its origin keeps one while a sibling runs it): never
+#: the job's own state; the adapter leaves these rows out of squeue's and sacct's answers.
+REVOKED = "REVOKED"
 
 #: The portal outcomes of a finished job (the same words as the portal's job statuses).
 OUTCOME_COMPLETED, OUTCOME_CANCELLED, OUTCOME_FAILED = "completed", "cancelled", "failed"

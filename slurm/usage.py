@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import parsers, runner
-from .records import check_cluster, check_job_id
+from .records import check_clusters, check_job_id
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def job_usage(job_ids: Sequence[str], *, cluster: str = "") -> dict[str, JobUsag
         return {}
     argv = [
         "sacct",
-        *(["-M", check_cluster(cluster)] if cluster else []),
+        *(["-M", check_clusters(cluster)] if cluster else []),
         "-P",
         "-n",
         "-a",

@@ -1,0 +1,161 @@
+"""A course bound to the federation labfed of lab and lab2 (LABQUEUE_SLURM_FEDERATION; scripts/labcluster
+federation-on): its jobs are sent without -M and run on whichever cluster can start them first, the job page says
+where; the other courses' jobs carry -M <their cluster> and stay there; the course's associations are written on
+both clusters. The federation is on only inside a test, and every job a test started is cancelled after it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from django.urls import reverse
+
+from courses.models import Assignment, Role
+from jobs.dispatch import job_scancel
+from jobs.models import Job, Status
+from tests.conftest import dispatch, submitted, wait_for_status
+from tests.lab import labcluster, slurm_tool
+from tests.slurm.helpers import wait_for
+
+pytestmark = pytest.mark.slurm
+
+FEDERATION = "labfed"
+LAB2_NODES = {"gpu3", "gpu4"}
+
+
+def tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([slurm_tool(name), *args], capture_output=True, text=True, timeout=60)
+
+
+def rows_of(job_id: str) -> set[tuple[str, str, str]]:
+    """(cluster, state, clusters it may run on) of every row `squeue -M all` prints for the job id."""
+    answer = tool("squeue", "-M", "all", "-h", "-j", job_id, "-O", "Cluster:|,JobID:|,State:|,SiblingsViable:|")
+    rows = [line.split("|") for line in answer.stdout.splitlines() if line.count("|") >= 4]
+    return {(cluster.strip(), state.strip(), viable.strip()) for cluster, row_id, state, viable, *_ in rows}
+
+
+@pytest.fixture
+def lab2(settings) -> str:
+    labcluster("up-lab2")  # quick when it already runs
+    settings.LABQUEUE_SLURM_OTHER_CLUSTERS = ["lab2"]
+    settings.LABQUEUE_SLURM_FEDERATION = FEDERATION
+    settings.LABQUEUE_SYNC_SECONDS = 1
+    return "lab2"
+
+
+@pytest.fixture
+def federated_course(other_course, student, lab2):
+    """cs102 bound to the federation, with student1 in it (both clusters have lab's accounts and users)."""
+    other_course.cluster = FEDERATION
+    other_course.partition = "gpu"
+    other_course.max_minutes_per_job = 30
+    other_course.full_clean()  # the federation's name is a cluster a course may be bound to
+    other_course.save()
+    other_course.enrollments.create(user=student, role=Role.STUDENT)
+    Assignment.objects.create(
+        course=other_course,
+        slug="hello",
+        title="Hello federation",
+        script_template='echo "on $(hostname -s) $SLURMD_NODENAME as $(whoami)"; sleep "$SECONDS_TO_SLEEP"',
+        parameters=[{"name": "SECONDS_TO_SLEEP", "type": "int", "default": 0, "min": 0, "max": 600}],
+        gpus=1,
+        minutes=5,
+    )
+    return other_course
+
+
+@pytest.fixture
+def lab_full_in_the_federation(federated_course) -> Iterator[list[str]]:
+    """lab's 8 GPUs taken by root's jobs (account root, -M lab), then the federation on. After the test, whatever
+    happened: every job it started cancelled (the fillers, the portal's jobs), then the federation off."""
+    fillers: list[str] = []
+    try:
+        for node in ("gpu1", "gpu2"):
+            argv = ["-M", "lab", "--parsable", "-A", "root", "-t", "10", "--chdir=/tmp", "-o", "/dev/null", "-w", node]
+            answer = tool("sbatch", *argv, "--gres=gpu:4", "--wrap", "sleep 600")
+            assert answer.returncode == 0, answer.stderr
+            fillers.append(answer.stdout.strip().split(";")[0])
+            wait_for(lambda filler=fillers[-1]: _running_on_lab(filler))
+        labcluster("federation-on")
+        yield fillers
+    finally:
+        portal_ids = [job_id for job_id in Job.objects.values_list("slurm_job_id", flat=True) if job_id]
+        if portal_ids:
+            tool("scancel", *portal_ids)  # a federated job: on its origin, which cancels it where it runs
+            tool("scancel", "-M", "lab,lab2", *portal_ids)
+        if fillers:
+            tool("scancel", "-M", "lab", *fillers)
+        labcluster("federation-off")
+
+
+def _running_on_lab(job_id: str) -> bool:
+    return tool("squeue", "-M", "lab", "-h", "-j", job_id, "-o", "%T").stdout.strip() == "RUNNING"
+
+
+def _submit_federated(client, student, seconds: int) -> Job:
+    client.force_login(student)
+    form = {"param_SECONDS_TO_SLEEP": str(seconds), "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5"}
+    response = client.post(reverse("jobs:job-create", args=["cs102", "hello"]), form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return Job.objects.filter(user=student, assignment__course__slug="cs102").latest("pk")
+
+
+def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_job_stays_on_lab(
+    client, student, assignment, lab_full_in_the_federation
+):
+    job = dispatch(_submit_federated(client, student, seconds=20))
+    assert job.status == Status.PENDING and job.cluster == FEDERATION
+    assert int(job.slurm_job_id) >= 1 << 26  # sent without -M: a federation-wide id
+    job = wait_for_status(job, Status.RUNNING)
+    assert job.ran_on == "lab2"
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert f"Started on <code>lab2</code> (offered to every cluster of the federation <code>{FEDERATION}</code>" in page
+    origin, local = job.federated_id_parts
+    assert f"for job {local} of the cluster it was sent from (cluster id {origin})" in page
+
+    # cs101, bound to lab: sent with -M lab during the federation, it waits for lab's GPUs and is never offered
+    # to lab2 (sent without -M it would have been federated and started on lab2's free GPUs).
+    on_lab = dispatch(submitted(client, student))
+    assert on_lab.status == Status.PENDING and on_lab.cluster == ""
+    assert rows_of(on_lab.slurm_job_id) == {("lab", "PENDING", "lab")}
+
+    job = wait_for_status(job, Status.COMPLETED)
+    assert job.exit_code == 0 and job.ran_on == "lab2"
+    assert job.accounting["state"] == "COMPLETED" and job.accounting["node_list"] in LAB2_NODES  # lab2's record
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "Started on <code>lab2</code>" in page and f"{job.accounting['node_list']} as student1" in page
+
+    assert rows_of(on_lab.slurm_job_id) == {("lab", "PENDING", "lab")}  # still waiting on lab, after all that
+    job_scancel(job_id=on_lab.pk)  # scancel -M lab, as the student
+    assert wait_for_status(on_lab, Status.CANCELLED).ran_on == ""
+
+
+def _assoc(cluster: str, account: str, user: str) -> str:
+    argv = ["-n", "-P", "show", "assoc", "where", f"cluster={cluster}", f"account={account}", f"user={user}"]
+    return tool("sacctmgr", *argv, "format=MaxJobs,MaxSubmit").stdout.strip()
+
+
+def test_a_federated_courses_associations_are_written_on_both_clusters_and_a_second_run_changes_nothing(
+    federated_course, student
+):
+    from clusterpolicy.associations import associations_reconcile
+
+    federated_course.max_running_jobs_per_student = 1
+    federated_course.max_queued_jobs_per_student = 2
+    federated_course.save()
+    before = {cluster: _assoc(cluster, "cs102", "student1") for cluster in ("lab", "lab2")}
+    try:
+        first = associations_reconcile(course_slugs=["cs102"], trigger="policy")
+        assert first.errors == [] and first.changes
+        touched = {arg for change in first.changes for arg in change["argv"] if arg.startswith("cluster=")}
+        assert touched == {"cluster=lab", "cluster=lab2"}
+        assert _assoc("lab", "cs102", "student1") == _assoc("lab2", "cs102", "student1") == "1|2"
+        again = associations_reconcile(course_slugs=["cs102"], trigger="policy")
+        assert again.changes == [] and again.errors == []
+    finally:
+        for cluster, limits in before.items():
+            max_jobs, _, max_submit = limits.partition("|")
+            restore = ["-i", "modify", "user", "where", "name=student1", "account=cs102", f"cluster={cluster}", "set"]
+            tool("sacctmgr", *restore, f"MaxJobs={max_jobs or -1}", f"MaxSubmitJobs={max_submit or -1}")

@@ -20,6 +20,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from courses.clusters import courses_with_labs_on, lab_cluster
 from courses.models import LabSession
 from courses.selectors import lab_reservable_nodes
 from slurm import SlurmError, SlurmRejected, SlurmUnavailable, reservations
@@ -34,13 +35,13 @@ def reservation_name(session: LabSession) -> str:
 
 def _free_nodes(session: LabSession) -> list[str]:
     """Reservable nodes of the session's cluster not held by another portal lab on that cluster overlapping it."""
-    cluster = session.course.cluster
+    cluster = lab_cluster(session.course.cluster)  # a federated course's labs are on the own cluster
     busy = set()
     others = LabSession.objects.filter(
         reservation_active=True,
         starts_at__lt=session.ends_at,
         ends_at__gt=session.starts_at,
-        course__cluster=cluster,  # two clusters may name their nodes alike
+        course__cluster__in=courses_with_labs_on(cluster),  # two clusters may name their nodes alike
     )
     for other in others.exclude(pk=session.pk):
         busy.update(filter(None, other.reserved_nodes.split(",")))
@@ -54,12 +55,12 @@ def _create_argv(session: LabSession, *, name: str) -> list[str]:
     where = {"name": name, "account": course.slurm_account, "start": start, "end": session.ends_at}
     if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus":
         return reservations.create_argv(
-            **where, gpus=session.gpus or 1, partition=course.partition, cluster=course.cluster
+            **where, gpus=session.gpus or 1, partition=course.partition, cluster=lab_cluster(course.cluster)
         )
     nodes = _free_nodes(session)[: session.nodes]
     if len(nodes) < session.nodes:
         raise SlurmRejected(f"only {len(nodes)} reservable node(s) free for this lab, {session.nodes} needed")
-    return reservations.create_argv(**where, nodes=nodes, cluster=course.cluster)
+    return reservations.create_argv(**where, nodes=nodes, cluster=lab_cluster(course.cluster))
 
 
 def lab_reserve(*, session: LabSession) -> bool:
@@ -92,7 +93,7 @@ def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
     """A site without preemption (no LABQUEUE_LAB_QOS): jobs already running on the lab's nodes finish first, and
     the lab page says by when at the latest (their time limits). Reserving goes on if Slurm does not answer."""
     try:
-        free_by = reservations.nodes_busy_until(nodes, cluster=session.course.cluster)
+        free_by = reservations.nodes_busy_until(nodes, cluster=lab_cluster(session.course.cluster))
     except SlurmError as error:
         log.info("lab %s: could not tell when its nodes free up: %s", session.pk, error)
         return
@@ -106,7 +107,7 @@ def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
 
 def lab_release(*, session: LabSession) -> None:
     """Remove an ended or cancelled session's reservation (jobs still waiting for it: see the module doc)."""
-    reservations.reservation_delete(session.reservation_name, cluster=session.course.cluster)
+    reservations.reservation_delete(session.reservation_name, cluster=lab_cluster(session.course.cluster))
     LabSession.objects.filter(pk=session.pk).update(reservation_active=False, message="")
 
 

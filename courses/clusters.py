@@ -47,6 +47,12 @@ def lab_cluster(cluster: str) -> str:
     return "" if is_federated(cluster) else cluster
 
 
+def courses_with_labs_on(cluster: str) -> list[str]:
+    """The Course.cluster values whose labs are on `cluster` (lab_cluster): the own cluster's include the
+    federation's."""
+    return [cluster] if cluster else ["", settings.LABQUEUE_SLURM_FEDERATION]
+
+
 def cluster_name(cluster: str) -> str:
     """A cluster's ClusterName, for people: the own cluster's name for ""."""
     return cluster or settings.LABQUEUE_SLURM_CLUSTER

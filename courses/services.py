@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from courses.clusters import courses_with_labs_on, lab_cluster
 from courses.models import (
     COURSE_POLICY_FIELDS,
     Assignment,
@@ -260,7 +261,8 @@ def _lab_lock() -> None:
 def _lab_problems(*, course: Course, starts_at: datetime, ends_at: datetime, nodes: int, gpus: int | None) -> list[str]:
     """Why a lab cannot be scheduled: operations staff's limits, then the labs overlapping it on the course's
     cluster (each cluster reserves its own nodes)."""
-    capacity, unit = _lab_capacity(cluster=course.cluster)
+    cluster = lab_cluster(course.cluster)  # a federated course's labs are on the own cluster
+    capacity, unit = _lab_capacity(cluster=cluster)
     size = gpus if unit == "GPU" else nodes
     limits = lab_limit_problems(
         starts_at=starts_at,
@@ -277,7 +279,10 @@ def _lab_problems(*, course: Course, starts_at: datetime, ends_at: datetime, nod
     if limits:
         return list(limits.values())
     overlapping = LabSession.objects.filter(
-        state__in=LAB_OPEN, starts_at__lt=ends_at, ends_at__gt=starts_at, course__cluster=course.cluster
+        state__in=LAB_OPEN,
+        starts_at__lt=ends_at,
+        ends_at__gt=starts_at,
+        course__cluster__in=courses_with_labs_on(cluster),
     )
     others = [
         (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from courses.models import Assignment, Role
+from courses.models import Assignment, Course, LabSession, Role
+from courses.services import lab_session_schedule
 from jobs.dispatch import job_scancel
 from jobs.models import Job, Status
 from tests.conftest import dispatch, submitted, wait_for_status
@@ -67,9 +70,8 @@ def federated_course(other_course, student, lab2):
 
 
 @pytest.fixture
-def lab_full_in_the_federation(federated_course) -> Iterator[list[str]]:
-    """lab's 8 GPUs taken by root's jobs (account root, -M lab), then the federation on. After the test, whatever
-    happened: every job it started cancelled (the fillers, the portal's jobs), then the federation off."""
+def lab_full(federated_course) -> Iterator[list[str]]:
+    """lab's 8 GPUs taken by root's jobs (account root, -M lab); cancelled after the test, whatever happened."""
     fillers: list[str] = []
     try:
         for node in ("gpu1", "gpu2"):
@@ -78,15 +80,23 @@ def lab_full_in_the_federation(federated_course) -> Iterator[list[str]]:
             assert answer.returncode == 0, answer.stderr
             fillers.append(answer.stdout.strip().split(";")[0])
             wait_for(lambda filler=fillers[-1]: _running_on_lab(filler))
-        labcluster("federation-on")
         yield fillers
+    finally:
+        if fillers:
+            tool("scancel", "-M", "lab", *fillers)
+
+
+@pytest.fixture
+def in_the_federation(federated_course) -> Iterator[None]:
+    """The federation labfed on; after the test, whatever happened, every portal job cancelled, then it is off."""
+    labcluster("federation-on")
+    try:
+        yield
     finally:
         portal_ids = [job_id for job_id in Job.objects.values_list("slurm_job_id", flat=True) if job_id]
         if portal_ids:
             tool("scancel", *portal_ids)  # a federated job: on its origin, which cancels it where it runs
             tool("scancel", "-M", "lab,lab2", *portal_ids)
-        if fillers:
-            tool("scancel", "-M", "lab", *fillers)
         labcluster("federation-off")
 
 
@@ -103,7 +113,7 @@ def _submit_federated(client, student, seconds: int) -> Job:
 
 
 def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_job_stays_on_lab(
-    client, student, assignment, lab_full_in_the_federation
+    client, student, assignment, lab_full, in_the_federation
 ):
     job = dispatch(_submit_federated(client, student, seconds=20))
     assert job.status == Status.PENDING and job.cluster == FEDERATION
@@ -159,3 +169,42 @@ def test_a_federated_courses_associations_are_written_on_both_clusters_and_a_sec
             max_jobs, _, max_submit = limits.partition("|")
             restore = ["-i", "modify", "user", "where", "name=student1", "account=cs102", f"cluster={cluster}", "set"]
             tool("sacctmgr", *restore, f"MaxJobs={max_jobs or -1}", f"MaxSubmitJobs={max_submit or -1}")
+
+
+def test_a_federated_courses_lab_is_reserved_on_the_own_cluster_and_its_lab_job_runs_there(
+    client, student, settings, in_the_federation
+):
+    from clusterpolicy.labs import labs_tick
+
+    settings.LABQUEUE_RESERVABLE_NODES = ["gpu1", "gpu2"]
+    settings.LABQUEUE_RESERVATION_STRATEGY = "nodes"
+    now = timezone.now()
+    session = lab_session_schedule(
+        course=Course.objects.get(slug="cs102"), starts_at=now, ends_at=now + timedelta(minutes=30), nodes=1
+    )
+    try:
+        labs_tick()
+        session.refresh_from_db()
+        assert session.state == LabSession.State.RESERVED and session.reserved_nodes in ("gpu1", "gpu2")
+        shown = tool("scontrol", "-M", "lab", "-o", "show", "reservation", session.reservation_name).stdout
+        assert f"ReservationName={session.reservation_name} " in shown and "Accounts=cs102 " in shown
+
+        # Sent with -M lab (its reservation is on lab only), so never offered to lab2.
+        job = dispatch(_submit_federated(client, student, seconds=20))
+        assert (job.status, job.reservation) == (Status.PENDING, session.reservation_name)
+        assert {viable for _, _, viable in rows_of(job.slurm_job_id)} == {"lab"}
+        job = wait_for_status(job, Status.RUNNING)
+        assert job.ran_on == "lab"
+        page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+        assert "Started on <code>lab</code> (offered to every cluster of the federation" in page
+    finally:
+        tool(
+            "scancel", "-M", "lab", *[job_id for job_id in Job.objects.values_list("slurm_job_id", flat=True) if job_id]
+        )
+        wait_for(lambda: _reservation_gone(session.pk), timeout=30)
+
+
+def _reservation_gone(session_pk: int) -> bool:
+    name = LabSession.objects.get(pk=session_pk).reservation_name or f"lq-cs102-{session_pk}"
+    tool("scontrol", "-M", "lab", "delete", f"reservationname={name}")
+    return f"ReservationName={name} " not in tool("scontrol", "-M", "lab", "-o", "show", "reservation", name).stdout

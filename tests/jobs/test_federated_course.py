@@ -16,8 +16,9 @@ from django.utils import timezone
 
 from courses.models import Assignment, Course, LabSession, Role
 from courses.services import lab_session_schedule
-from jobs.dispatch import job_scancel
+from jobs.dispatch import job_scancel, jobs_sync
 from jobs.models import Job, Status
+from slurm import runner
 from tests.conftest import dispatch, submitted, wait_for_status
 from tests.lab import labcluster, slurm_tool
 from tests.slurm.helpers import wait_for
@@ -113,9 +114,9 @@ def _submit_federated(client, student, seconds: int) -> Job:
 
 
 def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_job_stays_on_lab(
-    client, student, assignment, lab_full, in_the_federation
+    client, student, assignment, lab_full, in_the_federation, monkeypatch
 ):
-    job = dispatch(_submit_federated(client, student, seconds=20))
+    job = dispatch(_submit_federated(client, student, seconds=30))
     assert job.status == Status.PENDING and job.cluster == FEDERATION
     assert int(job.slurm_job_id) >= 1 << 26  # sent without -M: a federation-wide id
     job = wait_for_status(job, Status.RUNNING)
@@ -124,6 +125,7 @@ def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_
     assert f"Started on <code>lab2</code> (offered to every cluster of the federation <code>{FEDERATION}</code>" in page
     origin, local = job.federated_id_parts
     assert f"for job {local} of the cluster it was sent from (cluster id {origin})" in page
+    _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job, monkeypatch)
 
     # cs101, bound to lab: sent with -M lab during the federation, it waits for lab's GPUs and is never offered
     # to lab2 (sent without -M it would have been federated and started on lab2's free GPUs).
@@ -136,10 +138,47 @@ def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_
     assert job.accounting["state"] == "COMPLETED" and job.accounting["node_list"] in LAB2_NODES  # lab2's record
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "Started on <code>lab2</code>" in page and f"{job.accounting['node_list']} as student1" in page
+    _filed_once_under_lab2(job)
 
     assert rows_of(on_lab.slurm_job_id) == {("lab", "PENDING", "lab")}  # still waiting on lab, after all that
     job_scancel(job_id=on_lab.pk)  # scancel -M lab, as the student
     assert wait_for_status(on_lab, Status.CANCELLED).ran_on == ""
+
+
+def _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job: Job, monkeypatch) -> None:
+    """The sync's Slurm calls: one squeue per member (-M lab, -M lab2), however many jobs. With lab2's controller
+    stopped, lab shows only the REVOKED copy: the job is not taken for finished, it waits for lab2's answer."""
+    calls: list[str] = []
+    original = runner.run
+
+    def counting(argv, **kwargs):
+        calls.append(" ".join(argv[:3]) if argv[0] == "squeue" else argv[0])
+        return original(argv, **kwargs)
+
+    monkeypatch.setattr(runner, "run", counting)
+    jobs_sync()
+    monkeypatch.setattr(runner, "run", original)
+    assert sorted(call for call in calls if call.startswith("squeue")) == ["squeue -M lab", "squeue -M lab2"]
+    labcluster("lab2-ctld", "stop")
+    try:
+        jobs_sync()
+    finally:
+        labcluster("lab2-ctld", "start")
+    job.refresh_from_db()
+    assert job.status == Status.RUNNING and job.left_queue_at is None
+
+
+def _filed_once_under_lab2(job: Job) -> None:
+    """Each cluster's usage copy (lab's asked with -M lab in the federation): the job's record once, lab2's."""
+    from reports.ingest import usage_ingest
+    from reports.models import UsageRecord
+
+    def filed() -> list[str]:
+        usage_ingest()
+        usage_ingest(other_cluster="lab2")
+        return list(UsageRecord.objects.filter(job=job).values_list("cluster", flat=True))
+
+    assert wait_for(filed, timeout=30) == ["lab2"]
 
 
 def _assoc(cluster: str, account: str, user: str) -> str:

@@ -8,6 +8,7 @@ from django.db.models import Count, F, Q, QuerySet, Sum
 from django.http import Http404
 from django.utils import timezone
 
+from courses.clusters import is_federated
 from courses.models import STAFF_ROLES, Assignment, AssignmentVersion, Course, Enrollment, Role, VersionStarterFile
 from courses.scripting import script_body, script_diff
 from courses.selectors import assignment_version_latest, course_role
@@ -281,6 +282,9 @@ def cluster_silent_since(*, cluster: str):
     portal's own cluster is not judged here: /readyz and the out-of-date notes of job pages cover it."""
     if not cluster:
         return None
+    if is_federated(cluster):  # its jobs wait while any member is silent: the first silent other cluster's
+        others = (cluster_silent_since(cluster=other) for other in settings.LABQUEUE_SLURM_OTHER_CLUSTERS)
+        return next((since for since in others if since), None)
     beat = Heartbeat.objects.filter(name=cluster_heartbeat_name(cluster)).values_list("at", flat=True).first()
     silent_after = timedelta(seconds=3 * settings.LABQUEUE_SYNC_SECONDS)
     if beat is not None and timezone.now() - beat <= silent_after:

@@ -125,6 +125,8 @@ def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_
     assert f"Started on <code>lab2</code> (offered to every cluster of the federation <code>{FEDERATION}</code>" in page
     origin, local = job.federated_id_parts
     assert f"for job {local} of the cluster it was sent from (cluster id {origin})" in page
+    course_page = client.get(reverse("courses:course-detail", args=["cs102"])).content.decode()
+    assert "not answering the portal" not in course_page  # both members answer
     _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job, monkeypatch)
 
     # cs101, bound to lab: sent with -M lab during the federation, it waits for lab's GPUs and is never offered

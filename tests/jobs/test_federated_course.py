@@ -196,7 +196,6 @@ def test_a_federated_courses_associations_are_written_on_both_clusters_and_a_sec
     federated_course.max_running_jobs_per_student = 1
     federated_course.max_queued_jobs_per_student = 2
     federated_course.save()
-    before = {cluster: _assoc(cluster, "cs102", "student1") for cluster in ("lab", "lab2")}
     try:
         first = associations_reconcile(course_slugs=["cs102"], trigger="policy")
         assert first.errors == [] and first.changes
@@ -206,10 +205,13 @@ def test_a_federated_courses_associations_are_written_on_both_clusters_and_a_sec
         again = associations_reconcile(course_slugs=["cs102"], trigger="policy")
         assert again.changes == [] and again.errors == []
     finally:
-        for cluster, limits in before.items():
-            max_jobs, _, max_submit = limits.partition("|")
-            restore = ["-i", "modify", "user", "where", "name=student1", "account=cs102", f"cluster={cluster}", "set"]
-            tool("sacctmgr", *restore, f"MaxJobs={max_jobs or -1}", f"MaxSubmitJobs={max_submit or -1}")
+        for cluster in ("lab", "lab2"):  # cs102 as scripts/labcluster makes it: no limits anywhere
+            where = ["-i", "modify", "user", "where", "name=student1", "account=cs102", f"cluster={cluster}", "set"]
+            tool(
+                "sacctmgr", *where, "MaxJobs=-1", "MaxSubmitJobs=-1", "MaxTRES=cpu=-1,mem=-1,gres/gpu=-1", "MaxWall=-1"
+            )
+            account = ["-i", "modify", "account", "where", "name=cs102", f"cluster={cluster}", "set"]
+            tool("sacctmgr", *account, "GrpTRES=gres/gpu=-1")
 
 
 def test_a_federated_courses_lab_is_reserved_on_the_own_cluster_and_its_lab_job_runs_there(

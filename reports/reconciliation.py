@@ -18,6 +18,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import BigIntegerField, Count, Exists, F, OuterRef, Q, QuerySet, Sum
 
+from courses.clusters import federation_members, is_federated
 from courses.models import Course
 from jobs.models import Job, Status
 from reports.models import AccountingCursor, UsageRecord
@@ -83,7 +84,7 @@ def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_
     copy: a job submitted after that is not a difference yet. None before the first copy of the course's
     cluster (course.cluster, or the portal's own): nothing to compare.
     """
-    copied = dict(AccountingCursor.objects.values_list("cluster", "ingested_until"))
+    copied = _copied(dict(AccountingCursor.objects.values_list("cluster", "ingested_until")))
     cluster = course.cluster or settings.LABQUEUE_SLURM_CLUSTER
     cursor = copied.get(cluster)
     if cursor is None:
@@ -112,6 +113,24 @@ def reconciliation(*, course: Course, window: ReportRange, now: datetime, slurm_
         cut=None in found,
         cluster=cluster,
     )
+
+
+def _copied(cursors: dict[str, datetime]) -> dict[str, datetime]:
+    """How far each cluster's accounting was copied, by name; the federation's (courses.clusters) is as far as
+    every member's: a federated job's record may be on any of them."""
+    members = federation_members()
+    if members and all(member in cursors for member in members):
+        cursors[settings.LABQUEUE_SLURM_FEDERATION] = min(cursors[member] for member in members)
+    return cursors
+
+
+def _where_sent(on_cluster: F | OuterRef) -> Q:
+    """Records (linked to a job) on the cluster the job was sent to, `on_cluster`; for a job sent to the
+    federation, on any of its members: the one that ran it files the record."""
+    where = Q(cluster=on_cluster)
+    if members := federation_members():
+        where |= Q(job__cluster=settings.LABQUEUE_SLURM_FEDERATION, cluster__in=members)
+    return where
 
 
 def _compared(copied: dict[str, datetime], window: ReportRange) -> Q:
@@ -146,7 +165,7 @@ def _outside_the_portal(*, course: Course, window: ReportRange) -> list[Differen
 
 def _unknown_to_slurm(*, portal_jobs: QuerySet) -> list[Difference | None]:
     has_record = UsageRecord.objects.filter(
-        job=OuterRef("pk"), slurm_job_id=OuterRef("slurm_job_id"), cluster=OuterRef("on_cluster")
+        _where_sent(OuterRef("on_cluster")), job=OuterRef("pk"), slurm_job_id=OuterRef("slurm_job_id")
     )
     jobs = portal_jobs.filter(~Exists(has_record)).order_by("submitted_at")
 
@@ -165,7 +184,7 @@ def _disagreements(*, course: Course, window: ReportRange) -> list[Difference | 
         .annotate(sent_to=cluster_named("job__cluster"))
         .filter(
             ~Q(slurm_job_id=F("job__slurm_job_id"))
-            | ~Q(cluster=F("sent_to"))
+            | ~_where_sent(F("sent_to"))
             | ~Q(account=F("job__account"))
             | ~Q(gpus=F("job__gpus"))
             | (Q(expected="live") & ~Q(job__status__in=[Status.PENDING, Status.RUNNING]))
@@ -190,7 +209,7 @@ def _disagreement(record: UsageRecord) -> str:
         causes.append(
             f"A second Slurm job carries this portal job's name; the portal tracks job {job.slurm_job_id or 'none'}."
         )
-    if record.cluster != record.sent_to:
+    if record.cluster != record.sent_to and not (is_federated(job.cluster) and record.cluster in federation_members()):
         causes.append(f"Slurm ran it on {record.cluster}; the portal sent it to {record.sent_to}.")
     if record.account != job.account:
         causes.append(f"Slurm charged account {record.account}; the portal asked for {job.account}.")

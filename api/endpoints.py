@@ -524,6 +524,7 @@ class UsageReportOut(Schema):
     first: date
     last: date
     total: UsageOut
+    clusters: list[UsageOut]  # one row per cluster (the portal's own first): a job id is a job on its cluster only
     students: list[UsageOut]
     assignments: list[UsageOut]
 
@@ -553,6 +554,7 @@ def usage(request: HttpRequest, slug: Slug, query: Query[RangeQuery]):
         "first": window.first,
         "last": window.last,
         "total": report.total,
+        "clusters": report.clusters,
         "students": report.students,
         "assignments": report.assignments,
     }

@@ -31,6 +31,7 @@ from jobs.models import Job
 from tests.lab import TEST_SITE_CEILINGS, slurm_tool
 from tests.local_passwords import local_passwords_on  # noqa: F401 (a fixture for every test)
 from tests.smtp_server import smtp_server  # noqa: F401 (a fixture for every test: a real SMTP server)
+from tests.two_clusters import course_on_lab2, lab2  # noqa: F401 (the fixtures of the tests on two clusters)
 
 JOB_ROOT_BASE = Path("/var/lib/labqueue/test-jobs")
 REPO = Path(__file__).resolve().parent.parent

@@ -13,47 +13,25 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import Assignment, LabSession, Role
+from courses.models import LabSession
 from courses.services import lab_session_schedule
 from jobs.dispatch import jobs_sync
 from jobs.models import Job, JobEvent, Status
 from jobs.tasks import labs_tick
 from tests.behaviour_helpers import SLURM_ENV, reservation_text, slurm, wait_until
 from tests.conftest import dispatch, wait_for_status
-from tests.lab import labcluster, slurm_tool
+from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
 State = LabSession.State
 
 
 @pytest.fixture
-def lab2(settings):
-    labcluster("up-lab2")  # quick when it already runs
-    settings.LABQUEUE_SLURM_OTHER_CLUSTERS = ["lab2"]
+def lab2(lab2, settings):
+    """lab2 (tests/two_clusters.py), its nodes reservable for labs."""
     settings.LABQUEUE_RESERVABLE_NODES_BY_CLUSTER = {"lab2": ["gpu3", "gpu4"]}
     settings.LABQUEUE_RESERVATION_STRATEGY = "nodes"
-    settings.LABQUEUE_SYNC_SECONDS = 1
-    return "lab2"
-
-
-@pytest.fixture
-def course_on_lab2(other_course, student, lab2):
-    """cs102 on lab2, with student1 in it and a short GPU assignment (lab2 has lab's accounts and users)."""
-    other_course.cluster = lab2
-    other_course.partition = "gpu"
-    other_course.max_minutes_per_job = 30
-    other_course.save()
-    other_course.enrollments.create(user=student, role=Role.STUDENT)
-    Assignment.objects.create(
-        course=other_course,
-        slug="hello",
-        title="Hello lab2",
-        script_template='echo "on $SLURMD_NODENAME"; sleep "$SECONDS_TO_SLEEP"',
-        parameters=[{"name": "SECONDS_TO_SLEEP", "type": "int", "default": 0, "min": 0, "max": 600}],
-        gpus=1,
-        minutes=5,
-    )
-    return other_course
+    return lab2
 
 
 def on_lab2(name: str) -> str:
@@ -117,7 +95,7 @@ def test_a_lab2_courses_lab_is_reserved_used_and_removed_on_lab2(client, student
     assert squeue_on_lab2(job.slurm_job_id, "%v|%N") == f"{session.reservation_name}|{session.reserved_nodes}"
     job = wait_for_status(job, Status.COMPLETED)
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
-    assert re.search(rf"on {session.reserved_nodes}\b", page)  # the job's output: it ran on the lab's node
+    assert re.search(rf" {session.reserved_nodes} as student1\b", page)  # the job's output: it ran on the lab's node
 
     end(session)
     labs_tick()

@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import Assignment, Course, LabSession, Role
+from courses.models import Course, LabSession
 from courses.services import lab_session_schedule
 from jobs.dispatch import job_scancel, jobs_sync
 from jobs.models import Job, Status
@@ -22,6 +22,7 @@ from slurm import runner
 from tests.conftest import dispatch, submitted, wait_for_status
 from tests.lab import labcluster, slurm_tool
 from tests.slurm.helpers import wait_for
+from tests.two_clusters import course_bound_to
 
 pytestmark = pytest.mark.slurm
 
@@ -41,33 +42,16 @@ def rows_of(job_id: str) -> set[tuple[str, str, str]]:
 
 
 @pytest.fixture
-def lab2(settings) -> str:
-    labcluster("up-lab2")  # quick when it already runs
-    settings.LABQUEUE_SLURM_OTHER_CLUSTERS = ["lab2"]
+def lab2(lab2, settings) -> str:
+    """lab2 (tests/two_clusters.py), in the federation FEDERATION with lab."""
     settings.LABQUEUE_SLURM_FEDERATION = FEDERATION
-    settings.LABQUEUE_SYNC_SECONDS = 1
-    return "lab2"
+    return lab2
 
 
 @pytest.fixture
 def federated_course(other_course, student, lab2):
     """cs102 bound to the federation, with student1 in it (both clusters have lab's accounts and users)."""
-    other_course.cluster = FEDERATION
-    other_course.partition = "gpu"
-    other_course.max_minutes_per_job = 30
-    other_course.full_clean()  # the federation's name is a cluster a course may be bound to
-    other_course.save()
-    other_course.enrollments.create(user=student, role=Role.STUDENT)
-    Assignment.objects.create(
-        course=other_course,
-        slug="hello",
-        title="Hello federation",
-        script_template='echo "on $(hostname -s) $SLURMD_NODENAME as $(whoami)"; sleep "$SECONDS_TO_SLEEP"',
-        parameters=[{"name": "SECONDS_TO_SLEEP", "type": "int", "default": 0, "min": 0, "max": 600}],
-        gpus=1,
-        minutes=5,
-    )
-    return other_course
+    return course_bound_to(other_course, FEDERATION, student=student, title="Hello federation")
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 import slurm
-from courses.models import Assignment, Role
 from jobs.dispatch import job_scancel, jobs_sync
 from jobs.models import Heartbeat, Job, Status, cluster_heartbeat_name
 from slurm import runner
@@ -22,34 +21,6 @@ from tests.conftest import dispatch, submitted, wait_for_status
 from tests.lab import labcluster, slurm_tool
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture
-def lab2(settings):
-    labcluster("up-lab2")  # quick when it already runs
-    settings.LABQUEUE_SLURM_OTHER_CLUSTERS = ["lab2"]
-    settings.LABQUEUE_SYNC_SECONDS = 1
-    return "lab2"
-
-
-@pytest.fixture
-def course_on_lab2(other_course, student, lab2):
-    """cs102 on lab2, with student1 in it (lab2 has lab's accounts and users)."""
-    other_course.cluster = lab2
-    other_course.partition = "gpu"
-    other_course.max_minutes_per_job = 30
-    other_course.save()
-    other_course.enrollments.create(user=student, role=Role.STUDENT)
-    Assignment.objects.create(
-        course=other_course,
-        slug="hello",
-        title="Hello lab2",
-        script_template='echo "on $(hostname -s) $SLURMD_NODENAME as $(whoami)"; sleep "$SECONDS_TO_SLEEP"',
-        parameters=[{"name": "SECONDS_TO_SLEEP", "type": "int", "default": 0, "min": 0, "max": 600}],
-        gpus=1,
-        minutes=5,
-    )
-    return other_course
 
 
 def _submit_on_lab2(client, student, seconds: int = 0) -> Job:

@@ -23,7 +23,7 @@ from reports.models import UsageRecord
 from reports.queries import ReportRange, usage_records_in_range
 from tests.conftest import dispatch, make_user, wait_for_status
 from tests.http_helpers import table_rows
-from tests.jobs.test_other_cluster import _submit_on_lab2, course_on_lab2, lab2  # noqa: F401 (fixtures)
+from tests.jobs.test_other_cluster import _submit_on_lab2
 from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm

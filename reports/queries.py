@@ -378,18 +378,20 @@ def gpu_hours_by_day(*, records: QuerySet, window: ReportRange, now: datetime) -
 @dataclass(frozen=True)
 class MyUsage:
     total: Usage
+    clusters: list[Usage]  # per cluster (usage_by_cluster); the page shows them when there are several
     assignments: list[Usage]
     days: list[tuple[date, float]]
 
 
 def my_usage(*, course: Course, netid: str, window: ReportRange, now: datetime | None = None) -> MyUsage:
-    """One person's own usage on the course account; nobody else's rows. Three queries."""
+    """One person's own usage on the course account; nobody else's rows. Four queries."""
     now = now or timezone.now()
     records = usage_records_in_range(window=window, accounts=[course.slurm_account], user=netid)
     if not netid:
         records = records.none()
     return MyUsage(
         total=usage_total(records=records, window=window, now=now, label="You"),
+        clusters=usage_by_cluster(records=records, window=window, now=now),
         assignments=usage_by_assignment(records=records, window=window, now=now, course=course),
         days=gpu_hours_by_day(records=records, window=window, now=now),
     )

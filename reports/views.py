@@ -117,6 +117,7 @@ def my_usage_view(request: HttpRequest, slug: str) -> HttpResponse:
         "course": course,
         "role": role,
         "usage": usage,
+        "several_clusters": len(usage.clusters) > 1,
         "form": form,
         "header": Usage.HEADER,
         "chart": gpu_hours_chart(usage.days, title="Your GPU-hours per day"),

@@ -181,6 +181,21 @@ def test_the_site_overview_totals_each_cluster_and_all_of_them(client, student, 
     ]
 
 
+def test_my_usage_totals_each_cluster_i_ran_on_and_all_of_them(client, student, classmate, assignment, lab2):
+    for cluster, gpus in (("", 1), (lab2, 2)):
+        job = on(cluster, portal_job(student, assignment, gpus=gpus, minute=1), slurm_job_id="7800")
+        record_on(cluster or "lab", job)
+    record_on(lab2, on(lab2, portal_job(classmate, assignment, gpus=4, minute=2), slurm_job_id="7801"))
+    client.force_login(student)
+    page = client.get(reverse("reports:my-usage", args=[assignment.course.slug]) + RANGE).content.decode()
+    assert "Per cluster, then in all." in page
+    assert [(row[0], row[2], row[3]) for row in table_rows(page, "usage-total")] == [
+        ("lab", "1", "1.000"),
+        ("lab2", "1", "2.000"),  # the classmate's 4 GPU-hours on lab2 are not the student's
+        ("You", "2", "3.000"),
+    ]
+
+
 @pytest.mark.usefixtures("agreeing")
 def test_with_one_cluster_and_no_setting_the_pages_have_no_cluster_lines(
     client, instructor, student, assignment, operator, settings
@@ -190,5 +205,8 @@ def test_with_one_cluster_and_no_setting_the_pages_have_no_cluster_lines(
     assert len(table_rows(page, "usage-total")) == 1 and "Per cluster, then in all" not in page
     csv_rows = client.get(reverse("reports:course-report-csv", args=["cs101"]) + RANGE).content.decode()
     assert "\ncluster," not in csv_rows
+    client.force_login(student)
+    mine = client.get(reverse("reports:my-usage", args=["cs101"]) + RANGE).content.decode()
+    assert len(table_rows(mine, "usage-total")) == 1 and "Per cluster, then in all" not in mine
     client.force_login(operator)
     assert 'id="overview-clusters"' not in client.get(reverse("reports:usage-overview") + RANGE).content.decode()

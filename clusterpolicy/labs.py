@@ -20,7 +20,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from courses.clusters import courses_with_labs_on, lab_cluster
+from courses.clusters import cluster_name, lab_cluster, labs_on, session_cluster
 from courses.models import LabSession
 from courses.selectors import lab_reservable_nodes
 from slurm import SlurmError, SlurmRejected, SlurmUnavailable, reservations
@@ -38,10 +38,10 @@ def _free_nodes(session: LabSession) -> list[str]:
     cluster = lab_cluster(session.course.cluster)  # a federated course's labs are on the own cluster
     busy = set()
     others = LabSession.objects.filter(
+        labs_on(cluster),  # two clusters may name their nodes alike
         reservation_active=True,
         starts_at__lt=session.ends_at,
         ends_at__gt=session.starts_at,
-        course__cluster__in=courses_with_labs_on(cluster),  # two clusters may name their nodes alike
     )
     for other in others.exclude(pk=session.pk):
         busy.update(filter(None, other.reserved_nodes.split(",")))
@@ -68,6 +68,7 @@ def lab_reserve(*, session: LabSession) -> bool:
     if session.state != State.SCHEDULED:
         return False
     name = reservation_name(session)
+    on = cluster_name(lab_cluster(session.course.cluster))  # kept: the reservation stays there if the course moves
     try:
         made = reservations.reservation_create(_create_argv(session, name=name))
     except SlurmRejected as error:
@@ -80,10 +81,11 @@ def lab_reserve(*, session: LabSession) -> bool:
         reservation_name=name,
         reservation_active=True,
         reserved_nodes=made.nodes if made else "",
+        reserved_on=on,
         message="",
     )
     if not updated:  # cancelled while we were creating it: take it away again
-        LabSession.objects.filter(pk=session.pk).update(reservation_name=name, reservation_active=True)
+        LabSession.objects.filter(pk=session.pk).update(reservation_name=name, reservation_active=True, reserved_on=on)
     elif made and made.nodes and not settings.LABQUEUE_LAB_QOS:
         _say_when_nodes_free(session, made.nodes)
     return bool(updated)
@@ -93,7 +95,7 @@ def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
     """A site without preemption (no LABQUEUE_LAB_QOS): jobs already running on the lab's nodes finish first, and
     the lab page says by when at the latest (their time limits). Reserving goes on if Slurm does not answer."""
     try:
-        free_by = reservations.nodes_busy_until(nodes, cluster=lab_cluster(session.course.cluster))
+        free_by = reservations.nodes_busy_until(nodes, cluster=session_cluster(session))
     except SlurmError as error:
         log.info("lab %s: could not tell when its nodes free up: %s", session.pk, error)
         return
@@ -107,7 +109,7 @@ def _say_when_nodes_free(session: LabSession, nodes: str) -> None:
 
 def lab_release(*, session: LabSession) -> None:
     """Remove an ended or cancelled session's reservation (jobs still waiting for it: see the module doc)."""
-    reservations.reservation_delete(session.reservation_name, cluster=lab_cluster(session.course.cluster))
+    reservations.reservation_delete(session.reservation_name, cluster=session_cluster(session))
     LabSession.objects.filter(pk=session.pk).update(reservation_active=False, message="")
 
 

@@ -7,6 +7,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from clusterpolicy.models import AssociationRun
+from courses.clusters import lab_cluster, labs_on
 from courses.models import Course, LabSession
 from courses.selectors import course_ceilings
 
@@ -27,6 +28,7 @@ def lab_reservation_for(*, course: Course, minutes: int, now=None) -> str:
     now = now or timezone.now()
     session = (
         LabSession.objects.filter(course=course, state=LabSession.State.RESERVED, reservation_active=True)
+        .filter(labs_on(lab_cluster(course.cluster)))  # not a lab left on a cluster the course moved away from
         .filter(starts_at__lte=now, ends_at__gt=now + timedelta(minutes=minutes))
         .order_by("starts_at")
         .first()

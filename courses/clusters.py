@@ -8,6 +8,7 @@ the own cluster's name included; a federated course's jobs carry none. Settings 
 """
 
 from django.conf import settings
+from django.db.models import Q
 
 
 def is_federated(cluster: str) -> bool:
@@ -51,6 +52,19 @@ def courses_with_labs_on(cluster: str) -> list[str]:
     """The Course.cluster values whose labs are on `cluster` (lab_cluster): the own cluster's include the
     federation's."""
     return [cluster] if cluster else ["", settings.LABQUEUE_SLURM_FEDERATION]
+
+
+def labs_on(cluster: str) -> Q:
+    """The lab sessions on `cluster` (as lab_cluster names it): a reserved lab is where Slurm holds its reservation
+    (LabSession.reserved_on), kept when its course moves to another cluster; any other lab is on its course's."""
+    return Q(reserved_on=cluster_name(cluster)) | Q(reserved_on="", course__cluster__in=courses_with_labs_on(cluster))
+
+
+def session_cluster(session) -> str:
+    """The cluster a lab session's reservation is on, or will be made on (as lab_cluster names it)."""
+    if not session.reserved_on:
+        return lab_cluster(session.course.cluster)
+    return "" if session.reserved_on == settings.LABQUEUE_SLURM_CLUSTER else session.reserved_on
 
 
 def cluster_name(cluster: str) -> str:

@@ -401,6 +401,15 @@ class LabSession(models.Model):
     reservation_name = models.CharField(max_length=64, blank=True)
     reserved_nodes = models.CharField(max_length=200, blank=True, help_text="Nodes Slurm reserved, e.g. gpu2.")
     reservation_active = models.BooleanField(default=False, help_text="The reservation exists in Slurm.")
+    reserved_on = models.CharField(
+        max_length=64,
+        blank=True,
+        db_default="",
+        default="",
+        editable=False,
+        help_text="The cluster Slurm holds the reservation on (its ClusterName), kept when the course moves; empty: "
+        "not reserved yet, or reserved before the portal kept it (the course's cluster then).",
+    )
     message = models.TextField(blank=True)
     series = models.ForeignKey(
         LabSeries, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions", help_text="A weekly lab."

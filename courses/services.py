@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from courses.clusters import courses_with_labs_on, lab_cluster
+from courses.clusters import lab_cluster, labs_on
 from courses.models import (
     COURSE_POLICY_FIELDS,
     Assignment,
@@ -279,10 +279,7 @@ def _lab_problems(*, course: Course, starts_at: datetime, ends_at: datetime, nod
     if limits:
         return list(limits.values())
     overlapping = LabSession.objects.filter(
-        state__in=LAB_OPEN,
-        starts_at__lt=ends_at,
-        ends_at__gt=starts_at,
-        course__cluster__in=courses_with_labs_on(cluster),
+        labs_on(cluster), state__in=LAB_OPEN, starts_at__lt=ends_at, ends_at__gt=starts_at
     )
     others = [
         (s.starts_at, s.ends_at, (s.gpus or 0) if unit == "GPU" else s.nodes, s.course.code)

@@ -174,3 +174,26 @@ def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_a
         job.refresh_from_db()
         time.sleep(0.5)
     assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"
+
+
+def test_a_lab_reserved_on_lab2_is_removed_from_lab2_after_its_course_moved_to_lab(client, student, course_on_lab2):
+    session = lab_now(course_on_lab2)
+    labs_tick()
+    session.refresh_from_db()
+    assert (session.state, session.reserved_on) == (State.RESERVED, "lab2")
+    course_on_lab2.cluster = ""  # the course moves to the portal's own cluster while its lab is reserved on lab2
+    course_on_lab2.save()
+
+    # Its jobs go to lab now, so not into the lab2 reservation (sbatch on lab would refuse it).
+    client.force_login(student)
+    form = {"param_SECONDS_TO_SLEEP": "0", "gpus": "1", "cpus": "1", "mem_mb": "500", "minutes": "5"}
+    assert client.post(reverse("jobs:job-create", args=["cs102", "hello"]), form).status_code == 302
+    job = dispatch(Job.objects.get())
+    assert (job.status, job.cluster, job.reservation) == (Status.PENDING, "", "")
+
+    end(session)
+    labs_tick()
+
+    session.refresh_from_db()
+    assert session.state == State.ENDED and not session.reservation_active
+    assert f"ReservationName={session.reservation_name} " not in on_lab2(session.reservation_name)

@@ -75,3 +75,31 @@ def test_a_course_on_a_cluster_without_reservable_nodes_is_told_it_has_none(clie
     assert response.status_code == 400
     assert "The cluster has 0 reservable nodes; this lab asks for 1." in response.content.decode()
     assert not LabSession.objects.exists()
+
+
+def test_a_lab_reserved_on_lab2_still_holds_lab2s_nodes_after_its_course_moved_to_lab(
+    client, lab2_instructor, other_course
+):
+    held = LabSession.objects.create(
+        course=other_course,
+        starts_at=SOON - timedelta(minutes=30),
+        ends_at=SOON + timedelta(minutes=30),
+        nodes=2,
+        state=LabSession.State.RESERVED,
+        reservation_active=True,
+        reserved_nodes="gpu3,gpu4",
+        reserved_on="lab2",  # lab2 holds its reservation
+    )
+    other_course.cluster = ""  # CS102 moves to lab; its reserved lab stays on lab2 until it ends
+    other_course.save()
+
+    # lab's nodes are all free for another lab of CS102's, now on lab ...
+    assert schedule(client, lab2_instructor, nodes=2).status_code == 302
+    assert LabSession.objects.exclude(pk=held.pk).get().nodes == 2
+    # ... and lab2's are still held: a lab2 course is told so.
+    other_course.cluster = "lab2"
+    other_course.save()
+    LabSession.objects.exclude(pk=held.pk).delete()
+    response = schedule(client, lab2_instructor, nodes=1)
+    assert response.status_code == 400
+    assert "already reserve 2 of the 2 reservable nodes" in response.content.decode()

@@ -1,179 +1,287 @@
 #!/usr/bin/env python
-"""Benchmark: a deadline burst, N submissions by N different students, three ways in one run.
+"""Benchmark: a deadline burst through the portal as in production, beside the raw submission commands measured
+in the same run. Every figure is printed with the load that produced it.
 
-1. raw     `sbatch` as each student (runuser), one after another, of the job the portal sends: the reference.
-2. pipeline  the portal's worker side: N jobs committed at once (as N clicks would), then the Celery
-           workers (real processes, as the service account) send them; latency = commit -> Slurm id recorded.
-3. http    end to end: N signed-in students open the assignment page and POST its form to gunicorn
-           (`--clients` at a time); latency = click -> Slurm id recorded.
+1. References, before and after the portal: N submissions one after another with `runuser -u <student> --
+   sbatch ...`, and with `sudo -n -u <student> labqueue-jobdir submit /usr/bin/sbatch ...` run as the service
+   account with the job's file list on stdin (the portal's run-as path, the command its worker runs):
+   submissions/s and CPU ms per job.
+2. The burst: N signed-in students, each its own HTTP client, post the assignment form to gunicorn at the same
+   moment (their pages opened beforehand): click -> Slurm id recorded (the job's submitted_at), p50/p95/max,
+   and jobs/s end to end. With `--clients C` (fewer than N), C clients post at once, each again when answered.
+3. A deadline: the same N students, each at its own random moment, spread uniformly over `--spread` seconds.
+4. CPU ms per submitted job, per process group, for each of the above: /proc/<pid>/stat utime + stime of the
+   long-running processes before and after, with cutime + cstime (the children each has reaped: the submit
+   worker's sudo + helper + sbatch, the sync worker's squeue and sacct, PostgreSQL's ended backends).
 
-Prints submissions/s, p50/p95/max latency, and each rate's ratio to raw. Every job it submitted is
-cancelled at the end.
+The portal runs as the systemd units start it (benchlib.portal_start: deploy/entrypoint web, worker submit,
+sync and maintenance, beat, as the service account), with production settings and JSON logs. The students'
+folders in the job root are made beforehand (a student's very first job costs one sudo more).
 
-The lab has only a few student accounts, so the benchmark makes lab users bench001..benchNNN in the
-`students` group with an association in the cs101 account (idempotent: made once, kept for later runs;
-no other account is changed or removed). It uses a database of its own (BENCH_DATABASE_URL, created and
-migrated on first use) and Redis DB 7 (BENCH_REDIS_URL), emptied first. Run it as root:
+Jobs never run: the course's Slurm account, `lqburst` (the benchmark's own name), is held with GrpJobs=0, so
+every job sent into it, the references' too, waits PENDING (AssocGrpJobsLimit) until it is cancelled.
 
-    .venv/bin/python scripts/bench_burst.py [--students 300] [--clients 8] [--worker "celery -A portal worker ..."]
+Everything it makes is removed at its end, also after a failure or Ctrl-C: every job in that account
+(scancel), the lab users bench001..benchNNN it made (userdel; one that existed before is used and kept),
+the Slurm users it added and the account with its associations (sacctmgr), its database
+(BENCH_DATABASE_URL's name + `_burst`, dropped) and its Redis DB (BENCH_REDIS_URL, DB 7, flushed). The logs
+stay in the run directory it prints. Run it as root, alone on the lab cluster and the machine:
 
-The lab cluster is shared: other tests running meanwhile make the figures noisy; compare ratios within a run.
+    .venv/bin/python scripts/bench_burst.py [--students 300] [--clients 300] [--spread 60] [--seed 1]
 """
 
 import argparse
+import os
+import pwd
+import random
 import re
-import shlex
+import resource
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import benchlib
 
-ACCOUNT = "cs101"
+ACCOUNT = "lqburst"
 PARTITION = "gpu"
-SCRIPT = "true\n"
+BODY = "true\n"
+FORM = {"gpus": "0", "cpus": "1", "mem_mb": "100", "minutes": "1"}
+#: Long-running services, by process name: all their processes, with the children they reaped.
+SERVICES = {
+    "PostgreSQL": ("postgres",),
+    "slurmctld": ("slurmctld",),
+    "slurmdbd, MariaDB": ("slurmdbd", "mariadbd"),
+    "munged": ("munged",),
+    "Redis": ("redis-server",),
+}
+#: The CPU table's rows: the groups (cpu_groups) each adds up. "commands" are this script's reaped children
+#: (the references' commands), "<process> children" those a portal process reaped.
+ROWS = (
+    ("run-as + helper + sbatch *", ("commands", "submit children")),
+    ("Celery submit worker", ("submit",)),
+    ("Celery sync worker", ("sync",)),
+    ("  its squeue, sacct", ("sync children",)),
+    ("Celery maintenance, beat", ("maintenance", "maintenance children", "beat", "beat children")),
+    ("gunicorn", ("gunicorn", "gunicorn children")),
+    *((name, (name,)) for name in SERVICES),
+)
 
 
-def lab_users(count: int) -> list[str]:
-    """bench001..benchNNN: POSIX users in `students`, each with an association in ACCOUNT (made if missing)."""
+@dataclass
+class Made:
+    """What this run made, so that its end removes exactly that."""
+
+    users: list[str] = field(default_factory=list)
+    slurm_users: list[str] = field(default_factory=list)
+    account: bool = False
+    database_url: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+
+@dataclass
+class Window:
+    """One measured run: its column heading, jobs, seconds, CPU seconds per group, latencies."""
+
+    heading: tuple[str, str]
+    jobs: int
+    seconds: float
+    cpu: dict[str, float]
+    latencies: list[float] = field(default_factory=list)
+    end_to_end: float = 0.0  # the first click to the last Slurm id recorded
+
+
+def run(command: list[str], check: bool = True, **options) -> str:
+    """Run a command, its output captured; with `check`, one that fails stops the benchmark with what it said."""
+    answer = subprocess.run(command, capture_output=True, text=True, check=False, **options)
+    if check and answer.returncode != 0:
+        raise SystemExit(f"{' '.join(command[:8])} ... failed ({answer.returncode}): {answer.stderr.strip()[-2000:]}")
+    return answer.stdout
+
+
+def users_make(count: int, made: Made) -> list[str]:
+    """bench001..benchNNN: lab users in `students` (the sudoers rule's group); those missing are made."""
     names = [f"bench{number:03d}" for number in range(1, count + 1)]
-    passwd = {line.split(":", 1)[0] for line in Path("/etc/passwd").read_text().splitlines()}
+    existing = {line.split(":", 1)[0] for line in Path("/etc/passwd").read_text().splitlines()}
     for name in names:
-        if name not in passwd:
-            subprocess.run(
-                ["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/bin/bash"]
-                + ["--groups", "students", name],
-                check=True,
-            )
-    listed = subprocess.run(
-        ["sacctmgr", "-n", "-P", "show", "assoc", f"account={ACCOUNT}", "format=user"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    missing = [name for name in names if name not in listed]
-    for start in range(0, len(missing), 100):
-        subprocess.run(
-            ["sacctmgr", "-i", "add", "user", ",".join(missing[start : start + 100]), f"account={ACCOUNT}"],
-            check=True,
-            capture_output=True,
-        )
+        if name not in existing:
+            run(["useradd", "--no-create-home", "--home-dir", "/nonexistent", "--groups", "students", name])
+            made.users.append(name)
     return names
 
 
-def raw_burst(names: list[str], folder: Path) -> tuple[float, list[float], list[str]]:
-    """sbatch as each student, one after another: the very job the portal sends (the same script and resources,
-    not held, so the cluster starts and ends it as it does the portal's). Returns seconds, latencies, ids."""
-    script = folder / "raw.sh"
-    script.write_text("#!/bin/bash\n" + SCRIPT)
-    script.chmod(0o755)
-    latencies, ids = [], []
-    started = time.perf_counter()
+def account_make(names: list[str], made: Made) -> None:
+    """The course's account, held with GrpJobs=0 (its jobs wait, never run), and an association per student."""
+    known = set(run(["sacctmgr", "-n", "-P", "show", "user", "format=user"]).split())
+    made.account = True  # made now, or left by an interrupted run: the benchmark's own name either way
+    run(["sacctmgr", "-i", "add", "account", ACCOUNT, "Description=bench_burst", "Organization=bench"], check=False)
+    run(["sacctmgr", "-i", "modify", "account", ACCOUNT, "set", "GrpJobs=0"], check=False)  # when it existed
+    made.slurm_users = [name for name in names if name not in known]
+    for start in range(0, len(names), 100):
+        run(["sacctmgr", "-i", "add", "user", ",".join(names[start : start + 100]), f"account={ACCOUNT}"], check=False)
+    rows = run(["sacctmgr", "-n", "-P", "show", "assoc", f"account={ACCOUNT}", "format=cluster,user,grpjobs"])
+    own = [row.split("|") for row in rows.split() if row.split("|")[1] == ""]  # the account's, not a user's
+    if not own or any(limit != "0" for _, _, limit in own):
+        raise SystemExit(f"the account {ACCOUNT} is not held with GrpJobs=0: {own}")
+
+
+def as_worker(command: list[str], stdin=subprocess.DEVNULL) -> str:
+    """Run a command as the worker runs one (slurm.runner): as the service account, in a session of its own (no
+    terminal), with the runner's environment; its output piped."""
+    from slurm.runner import BASE_ENV
+
+    account = pwd.getpwnam(benchlib.SERVICE_ACCOUNT)
+    groups = os.getgrouplist(account.pw_name, account.pw_gid)
+    return run(
+        command,
+        stdin=stdin,
+        env=BASE_ENV,
+        cwd=benchlib.REPO,
+        start_new_session=True,
+        user=account.pw_uid,
+        group=account.pw_gid,
+        extra_groups=groups,
+    )
+
+
+def folders_provision(names: list[str], job_root: Path) -> None:
+    """Each student's folder in the job root, made as the worker has it made before a student's first job."""
+    from django.conf import settings
+
     for name in names:
-        begun = time.perf_counter()
-        answer = subprocess.run(
-            ["runuser", "-u", name, "--", "sbatch", "--parsable", "--export=NONE"]
-            + [f"--account={ACCOUNT}", f"--partition={PARTITION}", "--job-name=lq-bench-raw", "--time=1"]
-            + ["--mem=100M", "--chdir=/tmp", "--output=/dev/null", str(script)],
-            capture_output=True,
-            text=True,
-            check=True,
+        as_worker(["sudo", "-n", "-u", "root", settings.LABQUEUE_JOBDIR_HELPER, "provision", str(job_root), name])
+
+
+def job_script() -> str:
+    """The script a job of the benchmark's assignment gets (jobs.services._job_script)."""
+    from courses.scripting import Resources, render_script
+
+    resources = Resources(gpus=0, cpus=1, mem_mb=100, minutes=1)
+    return render_script(body=BODY, values={}, resources=resources, label="BURST: Deadline burst")
+
+
+def runuser_submit(names: list[str], script: str) -> None:
+    """sbatch as each student through runuser, with the options the portal gives (logs to /dev/null)."""
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder).chmod(0o755)  # the students read the script
+        path = Path(folder) / "job.sh"
+        path.write_text(script)
+        for number, name in enumerate(names):
+            options = [f"--account={ACCOUNT}", f"--job-name=lq-bench-raw-{number}", "--chdir=/tmp"]
+            options += ["--output=/dev/null", "--error=/dev/null", f"--partition={PARTITION}", str(path)]
+            command = ["runuser", "-u", name, "--", "sbatch", "--parsable", "--export=NONE", *options]
+            run(command, start_new_session=True)
+
+
+def helper_submit(names: list[str], script: str, job_root: Path) -> None:
+    """The worker's command for each student's job: sudo, the helper's `submit` with the job's file list on
+    stdin, then sbatch (jobs.workdir.workdir_submit, slurm.commands.submit)."""
+    from django.conf import settings
+
+    import slurm
+    from courses.scripting import SCRIPT_NAME, STDERR_NAME, STDOUT_NAME
+
+    data = script.encode()
+    for name in names:
+        job_uuid = str(uuid.uuid4())
+        workdir = job_root / name / job_uuid
+        command = ["sudo", "-n", "-u", name, settings.LABQUEUE_JOBDIR_HELPER, "submit", slurm.sbatch_path()]
+        command += [str(job_root), name, job_uuid, "--parsable", "--export=NONE", f"--account={ACCOUNT}"]
+        command += [f"--job-name=lq-{job_uuid}", f"--chdir={workdir}", f"--output={workdir / STDOUT_NAME}"]
+        command += [f"--error={workdir / STDERR_NAME}", f"--partition={PARTITION}", str(workdir / SCRIPT_NAME)]
+        with tempfile.TemporaryFile() as listing:
+            listing.write(f"{len(data)} {SCRIPT_NAME}\n".encode() + data)
+            listing.seek(0)
+            as_worker(command, stdin=listing)
+
+
+def cpu_groups(portal: dict[str, subprocess.Popen]) -> dict[str, float]:
+    """CPU seconds so far per group: the services by name, each portal process by its session (its own, and
+    its reaped children's), this script's own ("this script") and its reaped children's ("commands")."""
+    table = benchlib.processes_cpu()
+    groups = {name: sum(p.own + p.children for p in table if p.name in names) for name, names in SERVICES.items()}
+    for name, process in portal.items():
+        members = [p for p in table if p.session == process.pid]
+        groups[name] = sum(p.own for p in members)
+        groups[f"{name} children"] = sum(p.children for p in members)
+    mine, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    groups["this script"] = mine.ru_utime + mine.ru_stime
+    groups["commands"] = children.ru_utime + children.ru_stime
+    return groups
+
+
+def measure(heading: tuple[str, str], jobs: int, portal: dict, action) -> Window:
+    """Run `action` (it returns latencies and the end-to-end seconds, or nothing) and what every group used."""
+    before, clock = cpu_groups(portal), time.monotonic()
+    latencies, end_to_end = action() or ([], 0.0)
+    seconds = time.monotonic() - clock
+    after = cpu_groups(portal)
+    used = {group: after[group] - before[group] for group in after if group in before}
+    return Window(heading, jobs, seconds, used, latencies, end_to_end or seconds)
+
+
+def references(names: list[str], script: str, job_root: Path, when: str) -> list[Window]:
+    """Both references, one after the other, each job cancelled after its run."""
+    count = len(names)
+    raw = measure(("runuser", when), count, {}, lambda: runuser_submit(names, script))
+    jobs_cancel()
+    helper = measure(("helper", when), count, {}, lambda: helper_submit(names, script, job_root))
+    jobs_cancel()
+    for window, command in ((raw, "runuser -u <student> -- sbatch"), (helper, "sudo -n -u <student> helper")):
+        commands = window.cpu["commands"] * 1000 / count
+        everything = sum(value for group, value in window.cpu.items() if group != "this script") * 1000 / count
+        print(
+            f"  {command + ' ...':<40} {when:<6} {count / window.seconds:6.1f} submissions/s  CPU {commands:5.1f} "
+            f"ms/job in the command, {everything:5.1f} ms/job all processes  ({count} one after another)"
         )
-        latencies.append(time.perf_counter() - begun)
-        ids.append(answer.stdout.strip().split(";")[0])
-    return time.perf_counter() - started, latencies, ids
+    return [raw, helper]
+
+
+def jobs_cancel() -> None:
+    """Cancel every job in the benchmark's account; wait until Slurm lists none of them live."""
+    subprocess.run(["scancel", f"--account={ACCOUNT}"], capture_output=True, check=False)
+    limit = time.monotonic() + 120
+    while run(["squeue", "-h", f"--account={ACCOUNT}", "-t", "PENDING,RUNNING,COMPLETING", "-o", "%i"]).strip():
+        if time.monotonic() > limit:
+            raise SystemExit(f"jobs in {ACCOUNT} still live 120 s after scancel")
+        time.sleep(0.5)
 
 
 def portal_data(names: list[str]):
-    """The benchmark's course, assignment and one portal student per lab user (made once)."""
+    """The benchmark's course (on the held account), its assignment, and a portal student per lab user."""
     from courses.models import Assignment, Course, Role
-    from jobs.models import Job
     from portal.models import User
 
-    course, _ = Course.objects.get_or_create(
-        slug="bench",
-        defaults={"code": "BENCH", "title": "Benchmark", "term": "-", "slurm_account": ACCOUNT},
-    )
-    Course.objects.filter(pk=course.pk).update(
-        partition=PARTITION, max_gpus_per_job=0, max_queued_jobs_per_student=5, max_running_jobs_per_student=5
-    )
-    assignment, _ = Assignment.objects.get_or_create(
-        course=course,
+    course = Course.objects.create(
         slug="burst",
-        defaults={"title": "Burst", "script_template": SCRIPT, "gpus": 0, "cpus": 1, "mem_mb": 100, "minutes": 1},
+        code="BURST",
+        title="Deadline burst",
+        term="-",
+        slurm_account=ACCOUNT,
+        partition=PARTITION,
+        max_gpus_per_job=0,
+        max_queued_jobs_per_student=5,
+        max_running_jobs_per_student=5,
     )
-    Job.objects.filter(assignment__course=course).delete()  # an earlier run's
-    have = set(User.objects.filter(username__in=names).values_list("username", flat=True))
-    User.objects.bulk_create([User(username=name, netid=name, password="!") for name in names if name not in have])
+    assignment = Assignment.objects.create(
+        course=course, slug="burst", title="Deadline burst", script_template=BODY, gpus=0, cpus=1, mem_mb=100, minutes=1
+    )
+    User.objects.bulk_create([User(username=name, netid=name, password="!") for name in names])
     users = list(User.objects.filter(username__in=names).order_by("username"))
-    enrolled = set(course.enrollments.values_list("user_id", flat=True))
-    missing = [user for user in users if user.pk not in enrolled]
-    course.enrollments.bulk_create(
-        [course.enrollments.model(course=course, user=user, role=Role.STUDENT) for user in missing]
-    )
+    course.enrollments.bulk_create([course.enrollments.model(course=course, user=u, role=Role.STUDENT) for u in users])
     return course, assignment, users
 
 
-def start_workers(commands: list[str], env: dict[str, str], log: Path) -> list[subprocess.Popen]:
-    workers = []
-    for number, command in enumerate(commands):
-        argv = shlex.split(command)
-        argv[0] = benchlib.venv_bin(argv[0])
-        workers.append(benchlib.as_service_account(argv + [f"--hostname=bench{number}@%h"], env, log))
-    benchlib.wait_for_text(log, " ready.", count=len(commands), seconds=90)
-    return workers
-
-
-def wait_sent(job_ids: list[int], seconds: float = 900) -> None:
-    from jobs.models import Job, Status
-
-    deadline = time.monotonic() + seconds
-    while Job.objects.filter(pk__in=job_ids, status__in=[Status.QUEUED, Status.SUBMITTING]).exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("timed out waiting for the portal to send the jobs")
-        time.sleep(0.2)
-
-
-def sent_times(job_ids: list[int]) -> dict[int, float]:
-    """Job pk -> when its Slurm id was recorded (epoch seconds); a refused job is reported."""
-    from jobs.models import Job
-
-    rows = Job.objects.filter(pk__in=job_ids).values_list("pk", "submitted_at", "status", "message")
-    refused = [(pk, status, message) for pk, at, status, message in rows if at is None]
-    if refused:
-        print(f"  {len(refused)} job(s) not sent, e.g. {refused[0]}")
-    return {pk: at.timestamp() for pk, at, _, _ in rows if at is not None}
-
-
-def pipeline_burst(users, assignment) -> tuple[float, list[float], list[int]]:
-    """N jobs committed in one transaction (N clicks at once), then sent by the running workers."""
-    from django.db import transaction
-
-    from courses.scripting import Resources
-    from jobs.services import job_submit
-
-    resources = Resources(gpus=0, cpus=1, mem_mb=100, minutes=1)
-    stamp: list[float] = []
-    with transaction.atomic():
-        transaction.on_commit(lambda: stamp.append(time.time()))  # runs first, before the jobs' enqueues
-        jobs = [job_submit(user=user, assignment=assignment, values={}, resources=resources) for user in users]
-    committed = stamp[0]
-    ids = [job.pk for job in jobs]
-    wait_sent(ids)
-    sent = sent_times(ids)
-    return max(sent.values()) - committed, [at - committed for at in sent.values()], ids
-
-
-def http_burst(users, course, assignment, base: str, clients: int) -> tuple[float, list[float], list[int]]:
-    """Each student (signed in beforehand) opens the assignment page and submits its form."""
+def browsers_open(users) -> list:
+    """A browser per student, signed in (a session made as a login makes it)."""
     import requests
     from django.conf import settings
     from django.test import Client
-
-    from jobs.models import Job
 
     browsers = []
     for user in users:
@@ -182,106 +290,273 @@ def http_burst(users, course, assignment, base: str, clients: int) -> tuple[floa
         browser = requests.Session()
         browser.cookies.set(settings.SESSION_COOKIE_NAME, login.cookies[settings.SESSION_COOKIE_NAME].value)
         browsers.append(browser)
-    page_url = f"{base}/courses/{course.slug}/assignments/{assignment.slug}/"
-    form = {"gpus": "0", "cpus": "1", "mem_mb": "100", "minutes": "1"}
+    return browsers
 
-    def click(browser) -> tuple[float, str]:
-        page = browser.get(page_url, timeout=120)
-        assert page.status_code == 200, page.status_code
+
+def forms_open(browsers: list, page_url: str) -> list[tuple]:
+    """Each student opens the assignment page (8 at a time): their browser and the form's fields to post."""
+
+    def one(browser) -> tuple:
+        page = browser.get(page_url, timeout=300)
+        if page.status_code != 200:
+            raise SystemExit(f"the assignment page answered {page.status_code}")
         fields = dict(re.findall(r'name="(csrfmiddlewaretoken|submission_key)" value="([^"]+)"', page.text))
-        clicked = time.time()
-        answer = browser.post(
-            f"{base}/jobs/submit/{course.slug}/{assignment.slug}/",
-            data={**form, **fields},
-            headers={"Referer": page_url},
-            timeout=120,
-            allow_redirects=False,
-        )
-        assert answer.status_code == 302, (answer.status_code, answer.text[-2000:])
-        return clicked, answer.headers["Location"].rstrip("/").rsplit("/", 1)[1]
+        return browser, {**FORM, **fields}
 
-    started = time.time()
-    with ThreadPoolExecutor(max_workers=clients) as pool:
-        clicks = list(pool.map(click, browsers))
-    by_uuid = dict(Job.objects.filter(assignment=assignment).values_list("uuid", "pk"))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(one, browsers))
+
+
+def click(form: tuple, page_url: str) -> tuple[float, str]:
+    """Post the form (Submit job): when it was clicked, and the job's uuid from the redirect to its page."""
+    browser, fields = form
+    clicked = time.time()
+    answer = browser.post(page_url, data=fields, headers={"Referer": page_url}, timeout=300, allow_redirects=False)
+    if answer.status_code != 302:
+        raise SystemExit(f"the form answered {answer.status_code}: {answer.text[-2000:]}")
+    return clicked, answer.headers["Location"].rstrip("/").rsplit("/", 1)[1]
+
+
+def burst_ready(forms: list[tuple], page_url: str, clients: int):
+    """Start the clients, each waiting for one signal to post; with fewer clients than students, each posts the
+    next student's form when its last was answered. Returns what gives the signal and collects the clicks."""
+    go = threading.Event()
+
+    def one(form: tuple) -> tuple[float, str]:
+        go.wait()
+        return click(form, page_url)
+
+    pool = ThreadPoolExecutor(max_workers=clients)
+    futures = [pool.submit(one, form) for form in forms]
+    time.sleep(2)  # every client started and waiting
+
+    def release() -> list[tuple[float, str]]:
+        go.set()
+        clicks = [future.result() for future in futures]
+        pool.shutdown()
+        return clicks
+
+    return release
+
+
+def deadline(forms: list[tuple], page_url: str, spread: float, seed: int) -> list[tuple[float, str]]:
+    """Each student posts at its own moment, drawn uniformly over `spread` seconds."""
+    draw = random.Random(seed)
+    moments = [draw.uniform(0, spread) for _ in forms]
+    start = time.time() + 1
+
+    def one(item: tuple) -> tuple[float, str]:
+        form, moment = item
+        time.sleep(max(0.0, start + moment - time.time()))
+        return click(form, page_url)
+
+    with ThreadPoolExecutor(max_workers=len(forms)) as pool:
+        return list(pool.map(one, zip(forms, moments, strict=True)))
+
+
+def wait_until(done, what: str, seconds: float = 600) -> None:
+    limit = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > limit:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def recorded(clicks: list[tuple[float, str]]) -> tuple[list[float], float]:
+    """Wait until the portal recorded a Slurm id for every click's job (or refused it): click -> submitted_at per
+    job, and the first click to the last id."""
+    from jobs.models import Job, Status
+
+    by_uuid = dict(Job.objects.filter(uuid__in=[job_uuid for _, job_uuid in clicks]).values_list("uuid", "pk"))
     ids = [by_uuid[uuid.UUID(job_uuid)] for _, job_uuid in clicks]
-    wait_sent(ids)
-    sent = sent_times(ids)
+    waiting = Job.objects.filter(pk__in=ids, status__in=[Status.QUEUED, Status.SUBMITTING])
+    wait_until(lambda: not waiting.exists(), "the portal to send the jobs")
+    rows = Job.objects.filter(pk__in=ids).values_list("pk", "submitted_at", "status", "message")
+    sent = {pk: at.timestamp() for pk, at, _, _ in rows if at is not None}
+    refused = [(pk, status, message) for pk, at, status, message in rows if at is None]
+    if refused:
+        print(f"  {len(refused)} job(s) not sent, e.g. {refused[0]}")
     latencies = [sent[pk] - clicked for (clicked, _), pk in zip(clicks, ids, strict=True) if pk in sent]
-    return max(sent.values()) - started, latencies, ids
+    return latencies, max(sent.values()) - min(clicked for clicked, _ in clicks)
 
 
-def cancel(slurm_ids: list[str]) -> None:
-    for start in range(0, len(slurm_ids), 200):
-        subprocess.run(["scancel", *slurm_ids[start : start + 200]], capture_output=True, check=False)
+def portal_settle(assignment) -> None:
+    """After jobs_cancel: wait until the portal's sync recorded every job's end (and read what it used)."""
+    from jobs.models import ACTIVE_IN_SLURM, FINISHED_SLURM, Job
+
+    live = Job.objects.filter(assignment=assignment, status__in=ACTIVE_IN_SLURM)
+    unread = Job.objects.filter(assignment=assignment, status__in=FINISHED_SLURM, usage_collected_at=None)
+    wait_until(lambda: not live.exists() and not unread.exists(), "the sync to record the cancelled jobs", 120)
 
 
-def line(name: str, count: int, seconds: float, latencies: list[float], reference: float | None) -> str:
-    rate = count / seconds
-    ratio = f"{rate / reference:5.2f}x raw" if reference else "reference"
-    return f"{name:<9} {rate:7.1f} submissions/s  {benchlib.summary(latencies)}  {ratio}"
+def portal_runs(options: argparse.Namespace, names: list[str], made: Made) -> list[Window]:
+    """The burst, then (the burst's jobs cancelled and seen ended) the deadline, through the portal."""
+    course, assignment, users = portal_data(names)
+    browsers = browsers_open(users)
+    made.processes, port = benchlib.portal_start(made.env, Path(made.env["BENCH_RUN_DIR"]))
+    page_url = f"http://127.0.0.1:{port}/courses/{course.slug}/assignments/{assignment.slug}/"
+    count = len(users)
+    clients = min(options.clients or count, count)
+    shape = f"{count} at once" if clients == count else f"{clients} clients"
+    release = burst_ready(forms_open(browsers, page_url), page_url, clients)
+    windows = [measure(("burst", shape), count, made.processes, lambda: recorded(release()))]
+    if clients == count:
+        print(f"  burst: {count} students post the form at the same moment ({count} HTTP clients, pages opened before)")
+    else:
+        print(f"  burst: {count} students' forms posted by {clients} clients, each posting again when answered")
+    print_latencies(windows[-1], rate=True)
+    if options.spread:
+        jobs_cancel()
+        portal_settle(assignment)
+        forms = forms_open(browsers, page_url)
+
+        def clicks_over_spread() -> tuple[list[float], float]:
+            return recorded(deadline(forms, page_url, options.spread, options.seed))
+
+        windows.append(measure(("deadline", f"over {options.spread:g} s"), count, made.processes, clicks_over_spread))
+        print(
+            f"  deadline: the same {count} students, each at its own random moment over {options.spread:g} s "
+            f"(uniform, seed {options.seed}; pages opened before)"
+        )
+        print_latencies(windows[-1], rate=False)
+    return windows
+
+
+def print_latencies(window: Window, *, rate: bool) -> None:
+    line = f"    click -> Slurm id recorded: {benchlib.summary(window.latencies)}"
+    if rate:
+        seconds = window.end_to_end
+        line += f"; end to end {window.jobs} jobs in {seconds:.1f} s = {window.jobs / seconds:.1f} jobs/s"
+    print(line)
+
+
+def cpu_cells(groups: tuple[str, ...], windows: list[Window]) -> list[float | None]:
+    """A table row: the groups' CPU ms per job in each window, None where none of them ran."""
+    cells = []
+    for window in windows:
+        present = [window.cpu[group] for group in groups if group in window.cpu]
+        cells.append(sum(present) * 1000 / window.jobs if present else None)
+    return cells
+
+
+def print_cpu(windows: list[Window]) -> None:
+    print()
+    print("CPU ms per submitted job, per process group: utime + stime of each process from /proc/<pid>/stat before")
+    print("and after each run, with the children it reaped (cutime + cstime); columns as above")
+    for line in (0, 1):
+        print(f"{'':<28}" + "".join(f"{window.heading[line]:>13}" for window in windows))
+    totals = [0.0] * len(windows)
+    for label, groups in ROWS:
+        cells = cpu_cells(groups, windows)
+        totals = [total + (cell or 0.0) for total, cell in zip(totals, cells, strict=True)]
+        print(f"{label:<28}" + "".join(f"{'-' if cell is None else f'{cell:.1f}':>13}" for cell in cells))
+    print(f"{'total':<28}" + "".join(f"{total:>13.1f}" for total in totals))
+    mine = cpu_cells(("this script",), windows)
+    print(f"{'the load (this script)':<28}" + "".join(f"{cell:>13.1f}" for cell in mine) + "  (not in total)")
+    print(f"{'seconds measured':<28}" + "".join(f"{window.seconds:>13.1f}" for window in windows))
+    print("* runuser + sbatch in the runuser columns; sudo + helper + sbatch in the others (the submit worker's")
+    print("  children in the portal's). The portal's columns include what beat ran meanwhile (sync every 5 s).")
+
+
+def portal_stop(made: Made) -> None:
+    for process in made.processes.values():
+        benchlib.stop(process)
+    made.processes = {}
+
+
+def database_remove(database_url: str) -> None:
+    from django.db import connections
+
+    connections.close_all()
+    benchlib.database_drop(database_url)
+
+
+def slurm_remove(made: Made) -> None:
+    """The Slurm users this run added, then the account with every association left in it."""
+    for start in range(0, len(made.slurm_users), 100):
+        run(["sacctmgr", "-i", "delete", "user", "where", f"name={','.join(made.slurm_users[start : start + 100])}"])
+    run(["sacctmgr", "-i", "delete", "account", ACCOUNT])
+
+
+def users_remove(names: list[str]) -> None:
+    for name in names:
+        run(["userdel", name])
+
+
+def cleanup(made: Made) -> None:
+    """Remove what the run made, each step whatever became of the others."""
+    portal_stop(made)
+    steps = [jobs_cancel] if made.account else []
+    if made.env:
+        steps += [lambda: benchlib.run_dir_remove(made.env), benchlib.redis_flush]
+    if made.database_url:
+        steps.append(lambda: database_remove(made.database_url))
+    if made.account:
+        steps.append(lambda: slurm_remove(made))
+    steps.append(lambda: users_remove(made.users))
+    for step in steps:
+        try:
+            step()
+        except Exception as error:  # the next steps still run; say what was left
+            print(f"cleanup: {error!r}")
+    database, redis_db = made.database_url.rsplit("/", 1)[-1], benchlib.REDIS_URL.rsplit("/", 1)[-1]
+    print(
+        f"Removed: the jobs in {ACCOUNT}, {len(made.users)} lab users, {len(made.slurm_users)} Slurm users and the "
+        f"account {ACCOUNT}, the database {database}, the contents of Redis DB {redis_db}."
+    )
+
+
+def bench(options: argparse.Namespace, made: Made) -> None:
+    names = users_make(options.students, made)
+    account_make(names, made)
+    made.database_url = benchlib.database_url_named("burst")
+    benchlib.database_drop(made.database_url)  # left by an interrupted run
+    made.env = benchlib.setup_django(
+        database_url=made.database_url, LABQUEUE_DEMO="0", LABQUEUE_DEBUG="0", LABQUEUE_LOG_FORMAT="json"
+    )
+    benchlib.redis_flush()
+    job_root = Path(made.env["LABQUEUE_JOB_ROOT"])
+    folders_provision(names, job_root)
+    print(
+        f"{len(names)} students (lab users bench001..bench{len(names):03d}, {len(made.users)} made for this run) "
+        f"on {os.cpu_count()} cores; every job held in the Slurm account {ACCOUNT} (GrpJobs=0: PENDING, never runs)."
+    )
+    print(
+        "The portal as the systemd units start it: deploy/entrypoint web (gunicorn, deploy/gunicorn.conf.py), "
+        f"worker submit|sync|maintenance, beat, as {benchlib.SERVICE_ACCOUNT}; JSON logs in {made.env['BENCH_RUN_DIR']}"
+    )
+    script = job_script()
+    print(f"References, one command per job, one after another, as the worker runs it (no terminal), N = {len(names)}:")
+    windows = references(names, script, job_root, "before")
+    print("Portal, each student its own signed-in HTTP client:")
+    windows += portal_runs(options, names, made)
+    portal_stop(made)
+    jobs_cancel()
+    print("References again, the portal stopped:")
+    windows += references(names, script, job_root, "after")
+    print_cpu(windows)
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=300, help="students (lab users bench001..), 1 to 999")
+    parser.add_argument("--clients", type=int, default=0, help="HTTP clients posting at once in the burst (all)")
+    parser.add_argument("--spread", type=float, default=60, help="seconds the deadline spreads over (0: none)")
+    parser.add_argument("--seed", type=int, default=1, help="of the deadline's random moments")
+    options = parser.parse_args()
+    if not 1 <= options.students <= 999:
+        parser.error("--students must be 1 to 999")
+    return options
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--students", type=int, default=300)
-    parser.add_argument("--clients", type=int, default=8, help="browsers submitting at once in the HTTP burst")
-    parser.add_argument(
-        "--worker", action="append", help="a worker command line (repeat for several); default: README's"
-    )
-    parser.add_argument("--web", default="gunicorn portal.wsgi:application --workers 3 --threads 4 --timeout 60")
-    parser.add_argument("--skip-http", action="store_true")
-    options = parser.parse_args()
+    options = arguments()
     benchlib.root_required()
-    names = lab_users(options.students)
-    env = benchlib.setup_django(LABQUEUE_DEMO="0", LABQUEUE_DEBUG="0", LABQUEUE_SYNC_SECONDS="3600")
-    benchlib.redis_flush()
-    from jobs.models import Job
-
-    course, assignment, users = portal_data(names)
-    run_dir = Path(env["BENCH_RUN_DIR"])
-    log = run_dir / "worker.log"
-    commands = options.worker or list(benchlib.WORKERS)
-    print(f"{options.students} students; workers: {commands}; logs in {run_dir}")
-    processes: list[subprocess.Popen] = []
-    submitted: list[str] = []
+    made = Made()
     try:
-        with tempfile.TemporaryDirectory() as folder:
-            Path(folder).chmod(0o755)  # the students read the script
-            raw_seconds, raw_latencies, raw_ids = raw_burst(names, Path(folder))
-        submitted += raw_ids
-        cancel(raw_ids)
-        raw_rate = len(names) / raw_seconds
-        print(line("raw", len(names), raw_seconds, raw_latencies, None))
-
-        processes += start_workers(commands, env, log)
-        seconds, latencies, ids = pipeline_burst(users, assignment)
-        slurm_ids = list(Job.objects.filter(pk__in=ids).exclude(slurm_job_id="").values_list("slurm_job_id", flat=True))
-        submitted += slurm_ids
-        cancel(slurm_ids)
-        print(line("pipeline", len(ids), seconds, latencies, raw_rate))
-
-        if not options.skip_http:
-            argv = shlex.split(options.web)
-            argv[0] = benchlib.venv_bin(argv[0])
-            port = 18000 + int(run_dir.name[:3], 16) % 1000
-            web_log = run_dir / "web.log"
-            processes.append(benchlib.as_service_account(argv + ["--bind", f"127.0.0.1:{port}"], env, web_log))
-            benchlib.wait_for_text(web_log, "Booting worker", seconds=60)
-            time.sleep(2)
-            Job.objects.filter(assignment=assignment).delete()
-            seconds, latencies, ids = http_burst(users, course, assignment, f"http://127.0.0.1:{port}", options.clients)
-            slurm_ids = list(
-                Job.objects.filter(pk__in=ids).exclude(slurm_job_id="").values_list("slurm_job_id", flat=True)
-            )
-            submitted += slurm_ids
-            cancel(slurm_ids)
-            print(line("http", len(ids), seconds, latencies, raw_rate) + f"  ({options.clients} clients)")
+        bench(options, made)
     finally:
-        for process in processes:
-            benchlib.stop(process)
-        cancel(submitted)
-        benchlib.run_dir_remove(env)
+        cleanup(made)
 
 
 if __name__ == "__main__":

@@ -56,12 +56,6 @@ while True:
 OPEN_WITHIN_SECONDS = 600
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def portal_data(gpus: int):
     """The benchmark's course (three live jobs per student), its notebook and batch assignments, the students."""
     from courses.models import Assignment, Course, Role
@@ -290,7 +284,7 @@ def nginx_start(env: dict[str, str], run_dir: Path, web_port: int, secret: str) 
     """nginx from the shipped template (the README's envsubst command) in front of gunicorn, in the foreground."""
     directory = run_dir / "nginx"
     directory.mkdir(mode=0o700)  # root's while the configuration, with the proxy secret, is written
-    port = free_port()
+    port = benchlib.free_port()
     values = {
         "LABQUEUE_PROXY_LISTEN": f"127.0.0.1:{port}",
         "LABQUEUE_WEB_UPSTREAM": f"127.0.0.1:{web_port}",
@@ -315,39 +309,6 @@ def nginx_start(env: dict[str, str], run_dir: Path, web_port: int, secret: str) 
             if time.monotonic() > deadline or process.poll() is not None:
                 raise SystemExit(f"nginx did not start: {(directory / 'error.log').read_text()[-2000:]}") from None
             time.sleep(0.1)
-
-
-def portal_start(env: dict[str, str], run_dir: Path) -> tuple[dict[str, subprocess.Popen], int]:
-    """gunicorn (deploy/gunicorn.conf.py), a worker per queue and beat, as the service account."""
-    web_port = free_port()
-    web_env = {**env, "LABQUEUE_WEB_BIND": f"127.0.0.1:{web_port}", "LABQUEUE_WEB_WORKERS": "3"}
-    web_env["LABQUEUE_WEB_THREADS"] = "4"
-    web_log = run_dir / "web.log"
-    processes = {
-        "gunicorn": benchlib.as_service_account(
-            [benchlib.venv_bin("gunicorn"), "-c", "deploy/gunicorn.conf.py", "portal.wsgi:application"],
-            web_env,
-            web_log,
-        )
-    }
-    worker_log = run_dir / "worker.log"
-    for number, command in enumerate(benchlib.WORKERS):
-        argv = command.split()
-        argv[0] = benchlib.venv_bin(argv[0])
-        processes[f"worker{number}"] = benchlib.as_service_account(
-            [*argv, f"--hostname=bench{number}@%h"], env, worker_log
-        )
-    beat_dir = run_dir / "beat"  # beat writes its schedule here
-    beat_dir.mkdir()
-    shutil.chown(beat_dir, benchlib.SERVICE_ACCOUNT, benchlib.SERVICE_ACCOUNT)
-    processes["beat"] = benchlib.as_service_account(
-        [benchlib.venv_bin("celery"), "-A", "portal", "beat", f"--schedule={beat_dir / 'schedule'}"],
-        env,
-        run_dir / "beat.log",
-    )
-    benchlib.wait_for_text(web_log, "Booting worker", seconds=60)
-    benchlib.wait_for_text(worker_log, " ready.", count=len(benchlib.WORKERS), seconds=90)
-    return processes, web_port
 
 
 def finished_job(session, base: str, course, batch) -> str:
@@ -421,7 +382,7 @@ def main() -> None:
     processes: dict[str, subprocess.Popen] = {}
     streams: list[KernelStream] = []
     try:
-        portal, web_port = portal_start(env, run_dir)
+        portal, web_port = benchlib.portal_start(env, run_dir)
         processes.update(portal)
         processes["nginx"], port = nginx_start(env, run_dir, web_port, secret)
         base = f"http://127.0.0.1:{port}"

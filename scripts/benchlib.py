@@ -1,5 +1,5 @@
-"""What the benchmarks (scripts/bench_*.py) share: their own database and Redis DB, processes started as the
-service account, percentiles.
+"""What the benchmarks (scripts/bench_*.py) share: their own database and Redis DB, the portal started as in
+production (deploy/entrypoint, as the service account), the CPU time of processes, percentiles.
 
 Each benchmark runs on a database of its own (created and migrated on first use; BENCH_DATABASE_URL,
 default labqueue_bench on the local PostgreSQL) and a Redis DB of its own (BENCH_REDIS_URL, default DB 7),
@@ -10,9 +10,11 @@ import os
 import pwd
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -22,17 +24,13 @@ DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgresql://labqueue:labqu
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/7")
 STATE = Path("/var/lib/labqueue/bench")
 
-#: The worker command lines of the production configuration (README, "Operations"): one worker per queue.
-WORKERS = (
-    "celery -A portal worker -Q submit --concurrency=4 --without-mingle --without-gossip",
-    "celery -A portal worker -Q sync --concurrency=1 --without-mingle --without-gossip",
-    "celery -A portal worker -Q celery --concurrency=1 --without-mingle --without-gossip",
-)
+#: The production workers (README, "Workers and queues"): `deploy/entrypoint worker <queue>`, one per queue.
+WORKER_QUEUES = ("submit", "sync", "maintenance")
 
 
-def setup_django(**extra_env: str) -> dict[str, str]:
-    """Point Django at the benchmark's database and broker, create and migrate the database, set Django up.
-    Returns the environment the portal's own processes (worker, web server) get."""
+def setup_django(*, database_url: str = DATABASE_URL, **extra_env: str) -> dict[str, str]:
+    """Point Django at the database (the benchmarks' own unless named) and broker, create and migrate the
+    database, set Django up. Returns the environment the portal's own processes (worker, web server) get."""
     sys.path.insert(0, str(REPO))
     STATE.mkdir(parents=True, exist_ok=True)
     run_dir = STATE / secrets.token_hex(6)
@@ -50,7 +48,7 @@ def setup_django(**extra_env: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "HOME": "/var/lib/labqueue",
         "DJANGO_SETTINGS_MODULE": "portal.settings",
-        "DATABASE_URL": DATABASE_URL,
+        "DATABASE_URL": database_url,
         "LABQUEUE_REDIS_URL": REDIS_URL,
         "LABQUEUE_SECRET_KEY": os.environ.get("LABQUEUE_SECRET_KEY") or secrets.token_urlsafe(48),
         "LABQUEUE_JOB_ROOT": str(job_root),
@@ -61,7 +59,7 @@ def setup_django(**extra_env: str) -> dict[str, str]:
         **extra_env,
     }
     os.environ.update(env)
-    _database_create()
+    _database_create(database_url)
     import django
     from django.core.management import call_command
 
@@ -72,15 +70,22 @@ def setup_django(**extra_env: str) -> dict[str, str]:
 
 
 def run_dir_remove(env: dict[str, str]) -> None:
-    """Remove the run's job directories and uploads (its logs stay)."""
+    """Remove the run's job directories, uploads and beat's schedule (its logs stay)."""
     shutil.rmtree(env["LABQUEUE_JOB_ROOT"], ignore_errors=True)
     shutil.rmtree(env["LABQUEUE_MEDIA_ROOT"], ignore_errors=True)
+    shutil.rmtree(Path(env["BENCH_RUN_DIR"]) / "beat", ignore_errors=True)
 
 
-def _database_create() -> None:
+def database_url_named(suffix: str) -> str:
+    """The URL of a database of one benchmark's own beside the shared one: `<BENCH_DATABASE_URL's name>_<suffix>`."""
+    url = urlparse(DATABASE_URL)
+    return url._replace(path=f"{url.path}_{suffix}").geturl()
+
+
+def _database_create(database_url: str) -> None:
     import psycopg
 
-    url = urlparse(DATABASE_URL)
+    url = urlparse(database_url)
     name = url.path.lstrip("/")
     admin = url._replace(path="/postgres").geturl()
     with psycopg.connect(admin, autocommit=True) as connection:
@@ -88,8 +93,18 @@ def _database_create() -> None:
             connection.execute(f'CREATE DATABASE "{name}"')
 
 
+def database_drop(database_url: str) -> None:
+    """Drop the database (closing any connection still open to it); nothing when it does not exist."""
+    import psycopg
+
+    url = urlparse(database_url)
+    admin = url._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP DATABASE IF EXISTS "{url.path.lstrip("/")}" WITH (FORCE)')
+
+
 def redis_flush() -> None:
-    """Empty the benchmark's Redis DB (queued tasks left by an earlier run)."""
+    """Empty the benchmark's Redis DB (queued tasks and sessions left by an earlier run or by this one)."""
     import redis
 
     redis.Redis.from_url(REDIS_URL).flushdb()
@@ -110,6 +125,62 @@ def as_service_account(argv: list[str], env: dict[str, str], log: Path) -> subpr
 
 def venv_bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def portal_start(env: dict[str, str], run_dir: Path) -> tuple[dict[str, subprocess.Popen], int]:
+    """The portal as the systemd units start it, as the service account: `deploy/entrypoint web` (gunicorn with
+    deploy/gunicorn.conf.py and its defaults), `worker <queue>` for each queue and `beat`, each with its own log
+    in the run directory. Returns the processes ("gunicorn", the queues, "beat") and the web server's port."""
+    web_port = free_port()
+    beat_dir = run_dir / "beat"  # beat writes its schedule here
+    beat_dir.mkdir()
+    shutil.chown(beat_dir, SERVICE_ACCOUNT, SERVICE_ACCOUNT)
+    env = {**env, "LABQUEUE_PYTHON": sys.executable, "LABQUEUE_BEAT_SCHEDULE": str(beat_dir / "schedule")}
+    entrypoint = str(REPO / "deploy" / "entrypoint")
+    web_env = {**env, "LABQUEUE_WEB_BIND": f"127.0.0.1:{web_port}"}
+    processes = {"gunicorn": as_service_account([entrypoint, "web"], web_env, run_dir / "gunicorn.log")}
+    for queue in WORKER_QUEUES:
+        processes[queue] = as_service_account([entrypoint, "worker", queue], env, run_dir / f"{queue}.log")
+    processes["beat"] = as_service_account([entrypoint, "beat"], env, run_dir / "beat.log")
+    wait_for_text(run_dir / "gunicorn.log", "Booting worker", seconds=60)
+    for queue in WORKER_QUEUES:
+        wait_for_text(run_dir / f"{queue}.log", " ready.", seconds=90)
+    return processes, web_port
+
+
+@dataclass(frozen=True)
+class ProcessCpu:
+    """A live process's CPU seconds from /proc/<pid>/stat: its own (utime + stime) and those of the children it
+    has reaped (cutime + cstime: a child's own and its reaped children's, and so on down)."""
+
+    pid: int
+    name: str  # comm: the program's name (PostgreSQL's backends keep "postgres")
+    session: int
+    own: float
+    children: float
+
+
+def processes_cpu() -> list[ProcessCpu]:
+    """Every live process's CPU seconds so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        own, children = int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+        found.append(ProcessCpu(int(entry.name), name, int(fields[3]), own / tick, children / tick))
+    return found
 
 
 def stop(process: subprocess.Popen) -> None:

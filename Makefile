@@ -22,14 +22,32 @@ COVERAGE :=
 COVERAGE_CRITICAL := @echo "coverage floors: checked only when the whole suite runs"
 endif
 
-.PHONY: demo test test-slurm24 lint mutate mutate-pure mutate-slurm24 mutate-nocluster prereqs cluster services venv clean-venv slurm24 slurm24-down
+.PHONY: demo test test-suite test-slurm24 lint mutate mutate-pure mutate-slurm24 mutate-nocluster prereqs cluster services venv clean-venv slurm24 slurm24-down
 
 # DEMO_ARGS=--debug turns on Django's debug pages (developers only: they show settings and code).
 DEMO_ARGS ?=
 demo: prereqs venv cluster services
 	scripts/demo $(DEMO_ARGS)
 
+# The whole suite against the lab cluster (Slurm 22.05) and, side by side with it, the Slurm-facing tests
+# against the Slurm 24.11 cluster (test-slurm24, with a database and a Redis database of its own): the two share
+# no cluster and wait on Slurm more than on the processors, so the pair takes about as long as the whole suite
+# alone. With PYTEST_ARGS (a subset), the suite only.
+SIDE_DATABASE_URL := postgresql://labqueue:labqueue@127.0.0.1:5432/labqueue_slurm24
+SIDE_REDIS_URL := redis://127.0.0.1:6379/13
+ifeq ($(strip $(PYTEST_ARGS)),)
+test: prereqs venv cluster services slurm24 lint
+	scripts/side-by-side test-slurm24.log \
+		$(MAKE) --no-print-directory -o prereqs -o venv -o services -o slurm24 test-slurm24 \
+			TEST_DATABASE_URL=$(SIDE_DATABASE_URL) TEST_REDIS_URL=$(SIDE_REDIS_URL) \
+		-- $(MAKE) --no-print-directory test-suite
+else
 test: prereqs venv cluster services lint
+	$(MAKE) --no-print-directory test-suite
+endif
+
+# The whole suite (or PYTEST_ARGS) against the lab cluster only, once `make test`'s set-up is done.
+test-suite:
 	$(TEST_ENV) $(VENV)/bin/pytest $(COVERAGE) $(PYTEST_ARGS)
 	$(COVERAGE_CRITICAL)
 

@@ -280,6 +280,13 @@ class AssignmentVersion(models.Model):
     datasets = models.ManyToManyField(
         Dataset, blank=True, related_name="+", help_text="The data sets a job of this version may use."
     )
+    contents_digest = models.CharField(
+        max_length=64,
+        blank=True,
+        db_default="",
+        editable=False,
+        help_text="SHA-256 of the contents above, to compare with the assignment; empty for older versions.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,4 +1,5 @@
 import hashlib
+import json
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -71,6 +72,17 @@ class _Contents:
     starter_files: tuple[tuple[str, str], ...]
     dataset_ids: frozenset[int]
 
+    def digest(self) -> str:
+        """A fingerprint of the contents, kept with a version so that the next job compares it in one query."""
+        fields = [
+            self.script_template,
+            self.parameters,
+            self.check_script,
+            self.starter_files,
+            sorted(self.dataset_ids),
+        ]
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
 
 def _contents_now(assignment: Assignment) -> _Contents:
     """The assignment as saved now. Read from the database, not from `assignment`, which may have been loaded
@@ -110,17 +122,18 @@ def _sha256(name: str, stored: str) -> str:
     return digest.hexdigest()
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def assignment_version_current(*, assignment: Assignment, author=None) -> AssignmentVersion:
     """The version holding the assignment's script template, parameters, starter files and data sets as saved
     now: the latest one, or a new one (by `author`) when any of them changed, e.g. saved in the Django admin."""
+    now = _contents_now(assignment)
     latest = assignment_version_latest(assignment=assignment)
-    if latest and _contents_of(latest) == _contents_now(assignment):
+    if latest and _holds(latest, now):
         return latest
     Assignment.objects.select_for_update().filter(pk=assignment.pk).exists()  # one new version at a time
     latest = assignment_version_latest(assignment=assignment)
     now = _contents_now(assignment)
-    if latest and _contents_of(latest) == now:
+    if latest and _holds(latest, now):
         return latest
     version = AssignmentVersion.objects.create(
         assignment=assignment,
@@ -129,6 +142,7 @@ def assignment_version_current(*, assignment: Assignment, author=None) -> Assign
         parameters=now.parameters,
         check_script=now.check_script,
         author=author,
+        contents_digest=now.digest(),
     )
     version.datasets.set(now.dataset_ids)
     VersionStarterFile.objects.bulk_create(
@@ -136,6 +150,17 @@ def assignment_version_current(*, assignment: Assignment, author=None) -> Assign
         for name, stored in now.starter_files
     )
     return version
+
+
+def _holds(version: AssignmentVersion, now: _Contents) -> bool:
+    """The version holds the assignment's contents `now`: compared by digest, or in full (two queries more) for
+    a version saved before digests were kept, which gets its digest then."""
+    if version.contents_digest:
+        return version.contents_digest == now.digest()
+    if _contents_of(version) != now:
+        return False
+    AssignmentVersion.objects.filter(pk=version.pk).update(contents_digest=now.digest())
+    return True
 
 
 @transaction.atomic

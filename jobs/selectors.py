@@ -133,20 +133,31 @@ def job_list_recent_failures(*, user, days: int = 14, limit: int = 5) -> list[Jo
     return list(jobs.order_by("-created_at")[:limit])
 
 
-def student_live_jobs(*, user, course: Course) -> int:
-    """The student's jobs in the course that are waiting or running (in the portal or in Slurm)."""
-    return Job.objects.filter(user=user, assignment__course=course, status__in=LIVE).count()
-
-
-def student_gpu_hours(*, user, course: Course) -> float:
-    """GPU-hours the student's jobs in the course used: gpus x elapsed of finished jobs (summed in the
-    database), plus the time so far of the few running now."""
+def student_standing(*, user, course: Course, assignment: Assignment) -> dict:
+    """In one query, what a new job of the student's is held to: their jobs in the course waiting or running
+    (`live`, in the portal or in Slurm), their jobs of the assignment (`attempts`), and the GPU-seconds their
+    finished jobs in the course used (`finished_gpu_seconds`)."""
     jobs = Job.objects.filter(user=user, assignment__course=course)
-    finished = jobs.filter(elapsed_seconds__isnull=False).aggregate(seconds=Sum(F("gpus") * F("elapsed_seconds")))
+    standing = jobs.aggregate(
+        live=Count("pk", filter=Q(status__in=LIVE)),
+        attempts=Count("pk", filter=Q(assignment=assignment)),
+        finished_gpu_seconds=Sum(F("gpus") * F("elapsed_seconds")),
+    )
+    standing["finished_gpu_seconds"] = standing["finished_gpu_seconds"] or 0
+    return standing
+
+
+def student_gpu_hours(*, user, course: Course, finished_gpu_seconds: float | None = None) -> float:
+    """GPU-hours the student's jobs in the course used: gpus x elapsed of finished jobs (summed in the
+    database, unless given as `finished_gpu_seconds`), plus the time so far of the few running now."""
+    jobs = Job.objects.filter(user=user, assignment__course=course)
+    if finished_gpu_seconds is None:
+        finished = jobs.aggregate(seconds=Sum(F("gpus") * F("elapsed_seconds")))
+        finished_gpu_seconds = finished["seconds"] or 0
     running = jobs.filter(status=Status.RUNNING, elapsed_seconds__isnull=True, started_at__isnull=False, gpus__gt=0)
     now = timezone.now()
     so_far = sum(job.gpus * (now - job.started_at).total_seconds() for job in running.only("gpus", "started_at"))
-    return ((finished["seconds"] or 0) + so_far) / 3600
+    return (finished_gpu_seconds + so_far) / 3600
 
 
 def course_gpus_in_use(*, course: Course) -> dict | None:

@@ -22,7 +22,7 @@ from courses.services import assignment_version_current
 from jobs.enqueue import job_dispatch_enqueue, job_scancel_enqueue
 from jobs.lifecycle import job_transition
 from jobs.models import ACTIVE_IN_SLURM, TERMINAL, InteractiveSession, Job, JobEvent, JobNote, Status
-from jobs.selectors import student_gpu_hours, student_live_jobs
+from jobs.selectors import student_gpu_hours, student_standing
 from jobs.sessions import session_launcher
 from jobs.staging import staging_clear, staging_dir
 from jobs.workdir import job_workdir
@@ -173,22 +173,30 @@ def _request_allowed(
     problems = resource_problems(course=limits, resources=resources)
     if problems:
         raise ValidationError(list(problems.values()))
-    live = student_live_jobs(user=user, course=course)
+    standing = student_standing(user=user, course=course, assignment=assignment)
+    live, used = standing["live"], standing["attempts"]
     refusals = submission_problems(
         course=limits,
         resources=resources,
         active_jobs=live,
-        gpu_hours_used=student_gpu_hours(user=user, course=course),
+        gpu_hours_used=_gpu_hours_if_counted(user=user, limits=limits, resources=resources, standing=standing),
     )
     if refusals:
         raise ValidationError(refusals)
-    used = Job.objects.filter(user=user, assignment=assignment).count()
     if assignment.max_attempts and used >= assignment.max_attempts:
         raise ValidationError(
             f"This assignment allows {assignment.max_attempts} attempts per student and "
             f"{used} have been used. Ask your instructor if you need another."
         )
     return limits, live, used
+
+
+def _gpu_hours_if_counted(*, user, limits: Course, resources: Resources, standing: dict) -> float:
+    """The student's GPU-hours in the course where the budget applies to this request (0 where it does not:
+    no budget, or a job without GPUs), so that a request it cannot refuse costs no query for them."""
+    if limits.gpu_hours_per_student is None or resources.gpus == 0:
+        return 0.0
+    return student_gpu_hours(user=user, course=limits, finished_gpu_seconds=standing["finished_gpu_seconds"])
 
 
 def _job_script(

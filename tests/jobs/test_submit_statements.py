@@ -15,13 +15,15 @@ from tests.conftest import job_row, make_user, submit_form
 pytestmark = pytest.mark.django_db
 
 PAGE = "/courses/cs101/assignments/hello/"
-#: The page: session, user, course, role, assignment and its data sets, labs, the student's recent jobs.
-PAGE_STATEMENTS = 8
+#: The page: session, user, course, role, assignment and its data sets, labs, the student's recent jobs, and
+#: their GPU-hours (finished and running jobs) against the course's budget.
+PAGE_STATEMENTS = 10
 #: The submission: session, user, course, role, assignment and its data sets, the submission key; then in
-#: one transaction the role again, ceilings, live jobs, GPU hours, running starts, attempt number, the
-#: version (in a savepoint: the latest one's script, starter files and data sets against the assignment's),
-#: the job and its first history row.
-SUBMIT_STATEMENTS = 25
+#: one transaction (a savepoint) the role again, ceilings, the student's live jobs, attempts and finished
+#: GPU-seconds (one aggregate), the GPU-seconds of their running jobs (the course has a budget), the
+#: assignment's script, starter files and data sets against the latest version's digest, the job and its
+#: first history row.
+SUBMIT_STATEMENTS = 19
 
 
 def click(client) -> tuple[int, int]:
@@ -41,7 +43,7 @@ def test_submitting_costs_the_same_statements_for_a_first_job_and_after_a_long_h
     client, student, assignment, settings
 ):
     settings.LABQUEUE_CEILING_JOBS_PER_STUDENT = 50  # the history below: 30 running jobs of the student
-    Course.objects.update(max_queued_jobs_per_student=50, max_running_jobs_per_student=50)
+    Course.objects.update(max_queued_jobs_per_student=50, max_running_jobs_per_student=50, gpu_hours_per_student=1000)
     client.force_login(student)
     click(client)  # the assignment's first job also records the first version of its script
 

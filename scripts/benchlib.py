@@ -103,6 +103,18 @@ def database_drop(database_url: str) -> None:
         connection.execute(f'DROP DATABASE IF EXISTS "{url.path.lstrip("/")}" WITH (FORCE)')
 
 
+def database_use(database_url: str) -> None:
+    """Point this process's Django at another database of the same server (created and migrated on first use): a
+    benchmark that measures two data sets in one run."""
+    from django.core.management import call_command
+    from django.db import connection
+
+    _database_create(database_url)
+    connection.close()
+    connection.settings_dict["NAME"] = urlparse(database_url).path.lstrip("/")
+    call_command("migrate", verbosity=0)
+
+
 def redis_flush() -> None:
     """Empty the benchmark's Redis DB (queued tasks and sessions left by an earlier run or by this one)."""
     import redis

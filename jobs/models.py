@@ -2,6 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Coalesce
 
 import slurm
 from courses.clusters import is_federated
@@ -173,6 +174,14 @@ class Job(models.Model):
             # The sync's finished jobs whose usage it has not read yet (jobs.dispatch._collect_usage).
             models.Index(
                 fields=["-ended_at"], condition=models.Q(usage_collected_at__isnull=True), name="job_usage_uncollected"
+            ),
+            # The retention purge's due jobs, oldest first (jobs.retention.jobs_with_files_older_than): the jobs
+            # whose files are kept, by when they finished, so a purge reads the due ones, not the whole table.
+            models.Index(
+                Coalesce("ended_at", "updated_at"),
+                "id",
+                condition=models.Q(files_purged_at__isnull=True),
+                name="job_files_kept",
             ),
         ]
         constraints = [

@@ -49,6 +49,9 @@ class UsageRecord(models.Model):
         indexes = [
             models.Index(fields=["account", "started_at"], name="usage_account_start"),
             models.Index(fields=["account", "user"], name="usage_account_user"),
+            # A report's range (reports.queries.usage_records_in_range: not ended before its start): the usage
+            # overview of every account reads the records of its range, not five years of them.
+            models.Index(fields=["ended_at"], name="usage_ended"),
         ]
 
     def __str__(self) -> str:

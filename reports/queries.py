@@ -413,6 +413,16 @@ def site_totals(*, window: ReportRange, now: datetime | None = None) -> SiteTota
     )
 
 
+def site_has_several_clusters() -> bool:
+    """Whether the usage overview has a line per cluster (usage_by_cluster gives more than one row for some range):
+    other clusters are set (LABQUEUE_SLURM_OTHER_CLUSTERS) or records of a cluster other than the portal's own
+    were copied once. One lookup in the records' (cluster, ...) index at most, however many records there are."""
+    if settings.LABQUEUE_SLURM_OTHER_CLUSTERS:
+        return True
+    own = settings.LABQUEUE_SLURM_CLUSTER
+    return UsageRecord.objects.filter(Q(cluster__lt=own) | Q(cluster__gt=own)).exists()
+
+
 def usage_overview(*, window: ReportRange, now: datetime | None = None) -> list[tuple[Course | None, Usage]]:
     """Every course (by its Slurm account) and every other account with usage, for operations staff. Two queries."""
     now = now or timezone.now()

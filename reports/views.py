@@ -14,7 +14,14 @@ from portal.spreadsheet import spreadsheet_safe
 from reports import right_sizing
 from reports.course_report import course_report_cached
 from reports.forms import course_default_first, overview_default_first, range_from_request
-from reports.queries import DIFFERENCES_SHOWN, Usage, my_usage, site_totals, usage_overview
+from reports.queries import (
+    DIFFERENCES_SHOWN,
+    Usage,
+    my_usage,
+    site_has_several_clusters,
+    site_totals,
+    usage_overview,
+)
 from reports.right_sizing import asked_and_used_by_assignment, over_asked_jobs
 from reports.svg import gpu_hours_chart
 
@@ -130,12 +137,13 @@ def my_usage_view(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def usage_overview_view(request: HttpRequest) -> HttpResponse:
-    """All courses side by side, for operations staff."""
+    """All courses side by side, for operations staff; per cluster too on a site of several clusters (only there
+    are the records of the range summed twice more)."""
     if not request.user.is_staff:
         raise PermissionDenied("Only operations staff see all courses.")
     first = overview_default_first(days=settings.LABQUEUE_REPORT_DEFAULT_DAYS)
     window, form = range_from_request(request.GET, default_first=first)
-    totals = site_totals(window=window)
+    totals = site_totals(window=window) if site_has_several_clusters() else None
     context = {"rows": usage_overview(window=window), "totals": totals, "form": form, "window": window}
     return render(request, "reports/usage_overview.html", context)
 

@@ -1,9 +1,10 @@
 """The worker's side of a job directory before sbatch, without the cluster: a student's folder made by the
 job-directory helper (run as root through sudo) before their first job, a folder that is not theirs or a job root
-the helper refuses, each with what an operator must do; the file names and starter files the portal refuses; and a
-worker without sbatch, which sends nothing and says so. Every test runs the real helper and stops before sbatch: the
-worker's sbatch is missing (SLURM_BIN_DIR names a directory without it), so the helper writes the job directory as
-the student and then cannot become sbatch; no Slurm tool is ever run."""
+the helper refuses, each with what an operator must do; the file names and starter files the portal refuses, and a
+Slurm configuration the helper refuses; and a worker without sbatch, which sends nothing and says so. Every test
+runs the real helper and stops before sbatch: the worker's sbatch is missing (SLURM_BIN_DIR names a directory
+without it), so the helper writes the job directory as the student and then cannot become sbatch; no Slurm tool is
+ever run."""
 
 import hashlib
 import logging
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import slurm
 from jobs.dispatch import job_spec
 from jobs.models import Status
 from jobs.workdir import WorkdirError, WorkdirUnavailable, workdir_submit
@@ -190,3 +192,19 @@ def test_a_helper_that_does_not_provision_in_time_is_a_failure_on_the_portals_si
 
     assert str(raised.value).startswith(f"the folder {folder} could not be provisioned: ")
     assert str(raised.value).endswith("did not answer within 0.001 s")
+
+
+def test_a_slurm_configuration_the_worker_names_is_handed_to_the_helper_which_refuses_one_a_student_could_change(
+    spec, tmp_path, monkeypatch
+):
+    conf = tmp_path / "slurm.conf"  # under the test's temporary folder: not only root could have written it
+    conf.write_text("ClusterName=elsewhere\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+
+    with pytest.raises(slurm.SlurmRejected) as raised:
+        workdir_submit(spec, script=SCRIPT, files=[])
+
+    assert f"The Slurm configuration {conf} is not a file only root can change; ask research computing." in str(
+        raised.value
+    )
+    assert not Path(spec.workdir).exists(), "refused before anything was written"

@@ -186,8 +186,8 @@ def session_context(job: Job, *, is_owner: bool) -> dict:
     """What the job page says about an interactive job's session (nothing for a batch job)."""
     if not job.assignment.interactive:
         return {}
-    session = InteractiveSession.objects.filter(job=job).first()
-    is_open = session is not None and session.ready_at is not None and job.status == Status.RUNNING
+    session = InteractiveSession.objects.select_related("job").filter(job=job).first()
+    is_open = session is not None and session.is_open
     minutes_left = session_minutes_left(job) if is_open else None
     return {
         "session": session,

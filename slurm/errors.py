@@ -102,9 +102,10 @@ def clean_message(tool: str, text: str) -> str:
     return "; ".join(dict.fromkeys(candidates))  # de-duplicated, order kept
 
 
-def classify(argv: Sequence[str], returncode: int, stderr: str, stdout: str = "") -> SlurmError:
-    """Turn a non-zero exit into SlurmUnavailable or SlurmRejected."""
-    tool = os.path.basename(argv[0]) if argv else "slurm"
+def classify(argv: Sequence[str], returncode: int, stderr: str, stdout: str = "", tool: str = "") -> SlurmError:
+    """Turn a non-zero exit into SlurmUnavailable or SlurmRejected. `tool` names the Slurm command in the message
+    when argv starts with something else (the run-as prefix, the job-directory helper)."""
+    tool = tool or (os.path.basename(argv[0]) if argv else "slurm")
     text = stderr.strip() or stdout.strip()
     message = clean_message(tool, text) or f"{tool} exited with status {returncode}"
     lowered = text.lower()

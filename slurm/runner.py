@@ -168,7 +168,7 @@ def run(
         _record(Command(tool, argv, run_as, seconds, returncode))
         logger.debug("slurm: %s -> %s in %.3fs", shlex.join(full), returncode, seconds)
     if returncode != 0:
-        raise _failure(full, returncode, stdout, stderr)
+        raise _failure(full, returncode, stdout, stderr, tool=tool)
     if stderr.strip():
         logger.debug("slurm: %s stderr: %s", tool, stderr.strip())
     return stdout
@@ -183,9 +183,9 @@ def _not_runnable(full: list[str], exc: OSError) -> SlurmMisconfigured:
     )
 
 
-def _failure(full: list[str], returncode: int, stdout: str, stderr: str) -> SlurmError:
+def _failure(full: list[str], returncode: int, stdout: str, stderr: str, tool: str) -> SlurmError:
     """The typed error for a command that exited non-zero, logged as a warning when a retry may help."""
-    error = classify(full, returncode, stderr, stdout)
+    error = classify(full, returncode, stderr, stdout, tool=tool)
     logger.log(
         logging.WARNING if isinstance(error, SlurmUnavailable) else logging.INFO,
         "slurm: %s failed (%s): %s",

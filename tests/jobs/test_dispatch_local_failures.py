@@ -68,7 +68,9 @@ def test_a_job_directory_helper_that_cannot_be_run_is_a_failure_on_the_portals_s
     with pytest.raises(WorkdirUnavailable) as unavailable:
         dispatch(job)
 
-    assert str(unavailable.value).startswith("the job directory could not be prepared: sudo could not be run")
+    assert str(unavailable.value).startswith(
+        "the job directory could not be prepared: sbatch could not be run on the worker: sudo: "
+    )
     assert "command not found" in str(unavailable.value)
     job.refresh_from_db()
     assert (job.status, job.local_failures) == (Status.QUEUED, 1)

@@ -22,8 +22,8 @@ from tests.conftest import job_row
 
 SCRIPT = 'echo "hello"\n'
 NO_SBATCH = (
-    "the job directory could not be prepared: sudo could not be run on the worker: /nonexistent-slurm-bin/sbatch "
-    "failed to execute (No such file or directory)"
+    "the job directory could not be prepared: sbatch could not be run on the worker: "
+    "/nonexistent-slurm-bin/sbatch failed to execute (No such file or directory)"
 )
 
 

@@ -203,7 +203,7 @@ def test_a_dispatch_that_keeps_failing_on_the_portals_side_ends_refused_with_the
     assert job.status == Status.REJECTED and job.local_failures == settings.LABQUEUE_DISPATCH_LOCAL_FAILURES
     assert job.message.startswith("The portal tried 3 times to send your job to the cluster and failed each time")
     assert (
-        "(the job directory could not be prepared: sudo could not be run on the worker: sudo: a password is required)"
+        "(the job directory could not be prepared: sbatch could not be run on the worker: sudo: a password is required)"
         in job.message
     )
     assert "This is a fault on the portal's side, not in your job" in job.message

@@ -45,13 +45,18 @@ def submission_problems(*, course: Course, resources: Resources, active_jobs: in
             f"you have {active_jobs}. Wait for one to finish or cancel one."
         )
     budget = course.gpu_hours_per_student
-    if budget is not None and resources.gpus > 0 and gpu_hours_used >= budget:
+    if budget_applies(course=course, resources=resources) and gpu_hours_used >= budget:
         problems.append(
             f"Your GPU-hour budget for this course is spent: used {gpu_hours_used:.1f} of {budget} GPU-hours, "
             f"{budget_remaining(budget, gpu_hours_used):.1f} remaining. Jobs without GPUs can still run; "
             "ask your instructor if you need more."
         )
     return problems
+
+
+def budget_applies(*, course: Course, resources: Resources) -> bool:
+    """The course's GPU-hour budget can refuse this request: it has one and the job asks for GPUs."""
+    return course.gpu_hours_per_student is not None and resources.gpus > 0
 
 
 def running_notice(*, course: Course, live_jobs: int) -> str:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from clusterpolicy.selectors import course_qos
 from courses.deadlines import is_late, submission_date_problem
 from courses.models import Assignment, AssignmentVersion, Course, Dataset
-from courses.policy import resource_problems, running_notice, submission_problems
+from courses.policy import budget_applies, resource_problems, running_notice, submission_problems
 from courses.scripting import Resources, render_script, script_body
 from courses.selectors import course_role, course_within_ceilings, lab_in_progress
 from courses.services import assignment_version_current
@@ -194,7 +194,7 @@ def _request_allowed(
 def _gpu_hours_if_counted(*, user, limits: Course, resources: Resources, standing: dict) -> float:
     """The student's GPU-hours in the course where the budget applies to this request (0 where it does not:
     no budget, or a job without GPUs), so that a request it cannot refuse costs no query for them."""
-    if limits.gpu_hours_per_student is None or resources.gpus == 0:
+    if not budget_applies(course=limits, resources=resources):
         return 0.0
     return student_gpu_hours(user=user, course=limits, finished_gpu_seconds=standing["finished_gpu_seconds"])
 

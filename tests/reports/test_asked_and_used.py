@@ -41,13 +41,20 @@ def make_jobs(student, classmate, assignment):
     return over, memory_over
 
 
+def since_yesterday() -> str:
+    """The range from yesterday to today: the jobs ended an hour ago, which is yesterday just after midnight
+    (the page's default range starts the day the course was made, today)."""
+    today = timezone.localdate()
+    return f"?first={today - timedelta(days=1)}&last={today}"
+
+
 def test_the_report_shows_gpu_hours_asked_and_used_per_assignment_and_who_asked_far_more(
     client, ta, student, classmate, assignment
 ):
     over, memory_over = make_jobs(student, classmate, assignment)
     client.force_login(ta)
 
-    page = client.get(reverse("reports:course-report", args=["cs101"])).content.decode()
+    page = client.get(reverse("reports:course-report", args=["cs101"]) + since_yesterday()).content.decode()
 
     assert "<td>Hello GPU</td><td>2</td><td>1.000</td><td>0.500</td><td>50</td><td>1</td>" in page
     assert "<td>Other lab</td><td>2</td><td>0.000</td><td>0.000</td><td></td><td>1</td>" in page
@@ -61,7 +68,7 @@ def test_the_csv_has_the_same_rows_and_every_job_that_asked_far_more(
     over, memory_over = make_jobs(student, classmate, assignment)
     client.force_login(instructor)
 
-    response = client.get(reverse("reports:course-asked-used-csv", args=["cs101"]))
+    response = client.get(reverse("reports:course-asked-used-csv", args=["cs101"]) + since_yesterday())
 
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0][:4] == ["Assignment", "Jobs", "GPU-hours asked for", "GPU-hours used"]

@@ -527,6 +527,8 @@ class UsageReportOut(Schema):
     clusters: list[UsageOut]  # one row per cluster (the portal's own first): a job id is a job on its cluster only
     students: list[UsageOut]
     assignments: list[UsageOut]
+    as_of: datetime  # when the figures were computed (running jobs count up to then)
+    updating: bool  # newer figures are being computed: ask again in a moment
 
 
 class RangeQuery(Schema):
@@ -557,4 +559,6 @@ def usage(request: HttpRequest, slug: Slug, query: Query[RangeQuery]):
         "clusters": report.clusters,
         "students": report.students,
         "assignments": report.assignments,
+        "as_of": report.computed_at,
+        "updating": report.updating,
     }

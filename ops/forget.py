@@ -44,6 +44,7 @@ from courses.models import Enrollment
 from jobs.models import TERMINAL, Job, JobEvent, JobNote
 from jobs.retention import FilesRemoval, job_files_remove
 from jobs.uploads import SESSION_KEY, uploads_discard
+from reports.course_report import course_reports_forget
 from reports.models import UsageRecord
 from reports.pseudonyms import PREFIX, pseudonym
 
@@ -98,6 +99,7 @@ def person_forget(*, netid: str, dry_run: bool = False) -> ForgetReport:
     if dry_run or report.failed:
         return report
     _anonymise(user, netid, report.pseudonym)
+    course_reports_forget()  # a kept course report may list them by name
     return report
 
 

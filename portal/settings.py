@@ -230,6 +230,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # in the Redis the broker uses, not in a per-process cache. Nothing else uses the "lti" cache.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Computed course reports, shared by every web process and the worker (reports.course_report): a table of the
+    # portal's database (reports migration 0003 creates it), so a report survives no outage the page would not.
+    "reports": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "labqueue_report_cache",
+        "OPTIONS": {"MAX_ENTRIES": 20000},
+    },
     "lti": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": env("LABQUEUE_REDIS_URL", "redis://127.0.0.1:6379/0"),

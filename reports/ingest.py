@@ -56,6 +56,7 @@ class IngestResult:
     until: datetime
     records: int
     seconds: float
+    accounts: frozenset[str] = frozenset()  # the Slurm accounts of the records copied
 
 
 #: Exactly the names the portal gives its jobs (jobs.models.Job.slurm_name); uuid.UUID alone would also
@@ -94,7 +95,8 @@ def usage_ingest(*, now: datetime | None = None, other_cluster: str = "") -> Ing
         # Compare-and-set: a slower, older cycle never moves the mark backwards.
         AccountingCursor.objects.filter(pk=cursor.pk, ingested_until__lt=now).update(ingested_until=now)
         AccountingCursor.objects.filter(pk=cursor.pk).update(last_success_at=now, last_error="")
-    result = IngestResult(cluster, since, now, saved, time.monotonic() - started)
+    accounts = frozenset(record.account for record in records.values())
+    result = IngestResult(cluster, since, now, saved, time.monotonic() - started, accounts)
     log.info("Usage ingest %s: %d records for %s..%s in %.2fs", cluster, saved, since, now, result.seconds)
     return result
 

@@ -6,6 +6,11 @@ Seeds its own database (BENCH_DATABASE_URL, created and migrated on first use) w
 SQL queries one request makes and p50/p95 latency with 1 client and with 8 at once, and p95's ratio to the
 goal (150 ms) and to /healthz (the floor: a request that reads nothing) measured in the same run.
 
+Then the report pages (report, statement, CSV) right after a change, the moment they used to be slow: in each of
+CHANGES rounds, a change, then 8 clients at once. Two changes: an accounting ingest (ten new records and the mark;
+the worker's refresh of the report starts at once, in a thread, as the ingest task runs it, while the clients
+ask) and a job the sync changed (no refresh: the first request computes the report, the others show the last).
+
     .venv/bin/python scripts/bench_pages.py [--requests 40]
 
 The machine is shared with other tests and benchmarks: expect noise, compare pages within a run.
@@ -13,6 +18,7 @@ The machine is shared with other tests and benchmarks: expect noise, compare pag
 
 import argparse
 import shlex
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +26,8 @@ from pathlib import Path
 import benchlib
 
 GOAL_SECONDS = 0.150
+CHANGES = 5  # rounds of "a change, then 8 clients at once" per page and kind of change
+REPORT_PAGES = ("course report", "statement", "CSV")
 WEB = "gunicorn portal.wsgi:application --workers 3 --threads 4 --timeout 60"
 
 
@@ -85,6 +93,80 @@ def latencies(base: str, who: str, path: str, clients: int, requests: int) -> li
         return list(pool.map(one, range(requests)))
 
 
+def ingested() -> threading.Thread:
+    """What an accounting ingest cycle writes for the course (ten new records, the cluster's mark), then the
+    worker's refresh of the course's report (reports.tasks.usage_ingest), started at once in a thread."""
+    from django.conf import settings
+    from django.db import connection
+    from django.utils import timezone
+    from seed_scale import ACCOUNT
+
+    from reports.course_report import course_reports_refresh
+    from reports.models import AccountingCursor, UsageRecord
+
+    now = timezone.now()
+    newest = UsageRecord.objects.filter(account=ACCOUNT).order_by("-pk").first()
+    fields = {field.attname: getattr(newest, field.attname) for field in UsageRecord._meta.concrete_fields}
+    batch = f"b{time.time_ns()}"  # slurm job ids no other record has
+    UsageRecord.objects.bulk_create(
+        [UsageRecord(**{**fields, "id": None, "job_id": None, "slurm_job_id": f"{batch}{n}"}) for n in range(10)]
+    )
+    AccountingCursor.objects.filter(cluster=settings.LABQUEUE_SLURM_CLUSTER).update(
+        ingested_until=now, last_success_at=now
+    )
+
+    def refresh() -> None:
+        course_reports_refresh(accounts={ACCOUNT})
+        connection.close()
+
+    worker = threading.Thread(target=refresh)
+    worker.start()
+    return worker
+
+
+def job_changed() -> None:
+    """What a sync cycle writes when one of the course's jobs changed: the job saved (no report refresh)."""
+    from jobs.models import Job
+
+    job = Job.objects.filter(assignment__course__slug="scale").order_by("-pk").first()
+    job.save(update_fields=["updated_at"])
+
+
+def after_changes(base: str, who: str, path: str, change, per_round: int) -> list[float]:
+    """Latencies of 8 clients at once, `per_round` requests right after each of CHANGES changes."""
+    sessions = [browser(who) for _ in range(8)]
+
+    def one(number: int) -> float:
+        started = time.perf_counter()
+        answer = sessions[number % 8].get(base + path, timeout=120)
+        assert answer.status_code == 200, (path, answer.status_code)
+        return time.perf_counter() - started
+
+    found = []
+    for _ in range(CHANGES):
+        worker = change()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            found += pool.map(one, range(per_round))
+        if worker:
+            worker.join()
+        time.sleep(0.5)
+    return found
+
+
+def report_after_changes(base: str, requests: int) -> None:
+    print(f"\nReport pages right after a change: {CHANGES} rounds of a change, then 8 clients at once")
+    print(f"{'page':<16} {'after an ingest (worker refreshes)':<36} {'after a job changed (no refresh)':<36}")
+    for label, who, path in pages():
+        if label not in REPORT_PAGES:
+            continue
+        cells = []
+        for change in (ingested, job_changed):
+            found = after_changes(base, who, path, change, max(8, requests // CHANGES))
+            p50, p95 = benchlib.percentile(found, 0.5) * 1000, benchlib.percentile(found, 0.95) * 1000
+            cells.append(f"p50 {p50:5.0f} ms  p95 {p95:5.0f} ms  max {max(found) * 1000:5.0f}")
+        print(f"{label:<16} {cells[0]:<36} {cells[1]:<36}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=40, help="requests per page and concurrency")
@@ -122,6 +204,7 @@ def main() -> None:
                 f"{cell.format(benchlib.percentile(eight, 0.5) * 1000, p95 * 1000):<30} "
                 f"{p95 / GOAL_SECONDS:>13.2f}x {p95 / floor:>7.1f}x"
             )
+        report_after_changes(base, options.requests)
     finally:
         benchlib.stop(web)
         benchlib.run_dir_remove(env)

@@ -125,6 +125,8 @@ def _seed(*, students: int, jobs: int, busy: int) -> None:
                 ingested_at=now,
             )
         )
+    # The course began with its term, sixty days ago: the report page opens on every job (from the day it was made).
+    Course.objects.filter(pk=course.pk).update(created_at=now - timedelta(days=61))
     made = Job.objects.bulk_create(rows, batch_size=2000)
     Job.objects.filter(pk__in=[job.pk for job in made]).update(created_at=F("submitted_at"))
     for record, job in zip(records, made, strict=True):

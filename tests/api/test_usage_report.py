@@ -1,6 +1,6 @@
 """The course usage report through the API: the page's rows for its staff, held to their role now."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -16,6 +16,8 @@ def test_course_staff_get_the_reports_rows_and_a_student_does_not(client, ta, st
     assert report.status_code == 200, report.content
     assert (report.json()["course"], report.json()["last"]) == ("cs101", today.isoformat())
     assert report.json()["total"]["jobs"] == 0
+    as_of = datetime.fromisoformat(report.json()["as_of"])
+    assert timezone.now() - timedelta(seconds=30) < as_of <= timezone.now() and report.json()["updating"] is False
     assert problem(refused)["status"] == 403
 
 

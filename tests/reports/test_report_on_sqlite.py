@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import caches
 from django.core.management import call_command
 from django.db import connections
 from django.db.utils import ConnectionHandler
@@ -52,7 +52,7 @@ def on_sqlite(sqlite_default, db) -> None:
     SQLite hands out a rolled-back row's id again, so the next test's course has the same id as the last one's:
     the course report cached for that id (course_report_cached) is dropped."""
     assert connections["default"].vendor == "sqlite"
-    cache.clear()
+    caches["reports"].clear()
 
 
 @pytest.mark.parametrize(

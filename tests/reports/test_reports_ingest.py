@@ -4,13 +4,19 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 import slurm
+from courses.models import Role
 from reports import tasks
 from reports.ingest import portal_job_uuid, usage_ingest
 from reports.models import AccountingCursor, UsageRecord
 from slurm import runner
+from tests.conftest import make_user
 from tests.reports.test_reports_reconciliation import ingest_until_seen, wait_in_sacct
+from tests.reports.test_reports_scale import REPORT_PAGE_AGAIN_QUERIES
 
 pytestmark = pytest.mark.slurm
 
@@ -69,6 +75,20 @@ def test_when_slurm_does_not_answer_the_mark_stays_and_the_next_cycle_catches_up
     assert (record.user, record.account, record.state, record.gpus) == ("student3", "cs102", final_state, 1)
     assert record.job is None and record.qos and record.partition == "gpu"
     assert record.started_at and record.ended_at and record.submitted_at
+
+
+def test_the_ingest_task_keeps_the_report_of_each_course_it_brought_records_for(client, other_course):
+    wait_in_sacct(outside_job())  # a job on cs102's account
+    tasks.usage_ingest()  # as the beat runs it: the records copied, then cs102's report computed and kept
+    teacher = make_user("instructor2", "instructor2")
+    other_course.enrollments.create(user=teacher, role=Role.INSTRUCTOR)
+    client.force_login(teacher)
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("reports:course-report", args=["cs102"]))
+
+    assert len(queries) == REPORT_PAGE_AGAIN_QUERIES, "read, not computed"
+    assert page.context["report"].total.jobs >= 1 and not page.context["report"].updating
 
 
 def test_only_lq_names_holding_a_uuid_link_to_portal_jobs(db):

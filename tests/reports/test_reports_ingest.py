@@ -78,10 +78,10 @@ def test_when_slurm_does_not_answer_the_mark_stays_and_the_next_cycle_catches_up
 
 
 def test_the_ingest_task_keeps_the_report_of_each_course_it_brought_records_for(client, other_course):
-    wait_in_sacct(outside_job())  # a job on cs102's account
-    tasks.usage_ingest()  # as the beat runs it: the records copied, then cs102's report computed and kept
     teacher = make_user("instructor2", "instructor2")
     other_course.enrollments.create(user=teacher, role=Role.INSTRUCTOR)
+    wait_in_sacct(outside_job())  # a job on cs102's account
+    tasks.usage_ingest()  # as the beat runs it: the records copied, then cs102's report computed and kept
     client.force_login(teacher)
 
     with CaptureQueriesContext(connection) as queries:

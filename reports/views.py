@@ -1,5 +1,6 @@
 import csv
 from decimal import Decimal, InvalidOperation
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -12,7 +13,7 @@ from courses.models import STAFF_ROLES
 from courses.selectors import course_get_for_user
 from portal.spreadsheet import spreadsheet_safe
 from reports import right_sizing
-from reports.course_report import course_report_cached
+from reports.course_report import REPORT_CACHE_SECONDS, course_report_cached
 from reports.forms import course_default_first, overview_default_first, range_from_request
 from reports.queries import (
     DIFFERENCES_SHOWN,
@@ -40,7 +41,8 @@ def course_report_view(request: HttpRequest, slug: str) -> HttpResponse:
         "several_clusters": len(report.clusters) > 1,
         "form": form,
         "header": Usage.HEADER,
-        "chart": gpu_hours_chart(report.days),
+        "chart": partial(gpu_hours_chart, report.days),  # drawn only when the page's body is not cached
+        "body_seconds": REPORT_CACHE_SECONDS,
         "query": request.GET.urlencode(),
         "time_zone": settings.TIME_ZONE,
         "shown": DIFFERENCES_SHOWN,

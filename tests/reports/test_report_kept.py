@@ -140,3 +140,20 @@ def test_forgetting_a_person_drops_the_kept_reports_that_name_them(client, instr
 
     students = str(table_rows(client.get(REPORT).text, "usage-students"))
     assert "student9" not in students.lower() and pseudonym("student9") in students
+
+
+def test_the_pages_body_is_drawn_once_for_each_computed_report_and_again_for_the_next(client, instructor, course):
+    record(course, 1)
+    ingested()
+    client.force_login(instructor)
+
+    def drawn(page) -> bool:
+        return "reports/_usage_table.html" in [template.name for template in page.templates]
+
+    first, again = client.get(REPORT), client.get(REPORT)
+    assert drawn(first) and not drawn(again)
+    assert table_rows(again.text, "usage-total") == table_rows(first.text, "usage-total")
+    record(course, 2)
+    ingested()
+    changed = client.get(REPORT)
+    assert drawn(changed) and table_rows(changed.text, "usage-total")[0][2] == "2"  # name, key, jobs

@@ -10,6 +10,7 @@ queries however many records there are.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -425,14 +426,23 @@ def site_has_several_clusters() -> bool:
 
 def usage_overview(*, window: ReportRange, now: datetime | None = None) -> list[tuple[Course | None, Usage]]:
     """Every course (by its Slurm account) and every other account with usage, for operations staff. Two queries."""
+    return overview_rows(usage_by_account(window=window, now=now))
+
+
+def usage_by_account(*, window: ReportRange, now: datetime | None = None) -> dict[str, Usage]:
+    """The usage of every account with records in the range, by account (labelled later). One query."""
     now = now or timezone.now()
     records = usage_records_in_range(window=window)
-    by_account = {row["account"]: row for row in records.values("account").annotate(**_metrics(window, now))}
+    rows = records.values("account").annotate(**_metrics(window, now))
+    return {row["account"]: Usage.from_row(row, "", row["account"]) for row in rows}
+
+
+def overview_rows(by_account: dict[str, Usage]) -> list[tuple[Course | None, Usage]]:
+    """The overview's rows: every course, with its account's usage, then every other account with usage. One query."""
     rows: list[tuple[Course | None, Usage]] = []
     for course in Course.objects.order_by("code", "term"):
-        row = by_account.get(course.slurm_account)
-        label, key = str(course), course.slurm_account
-        rows.append((course, Usage.from_row(row, label, key) if row else Usage(label, key)))
+        usage = by_account.get(course.slurm_account, Usage("", course.slurm_account))
+        rows.append((course, dataclasses.replace(usage, label=str(course))))
     for account in sorted(set(by_account) - {course.slurm_account for course, _ in rows}):
-        rows.append((None, Usage.from_row(by_account[account], "no course in the portal", account)))
+        rows.append((None, dataclasses.replace(by_account[account], label="no course in the portal")))
     return rows

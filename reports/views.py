@@ -15,13 +15,11 @@ from portal.spreadsheet import spreadsheet_safe
 from reports import right_sizing
 from reports.course_report import REPORT_CACHE_SECONDS, course_report_cached
 from reports.forms import course_default_first, overview_default_first, range_from_request
+from reports.overview import usage_overview_kept
 from reports.queries import (
     DIFFERENCES_SHOWN,
     Usage,
     my_usage,
-    site_has_several_clusters,
-    site_totals,
-    usage_overview,
 )
 from reports.right_sizing import asked_and_used_by_assignment, over_asked_jobs
 from reports.svg import gpu_hours_chart
@@ -145,8 +143,8 @@ def usage_overview_view(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only operations staff see all courses.")
     first = overview_default_first(days=settings.LABQUEUE_REPORT_DEFAULT_DAYS)
     window, form = range_from_request(request.GET, default_first=first)
-    totals = site_totals(window=window) if site_has_several_clusters() else None
-    context = {"rows": usage_overview(window=window), "totals": totals, "form": form, "window": window}
+    overview = usage_overview_kept(window=window)
+    context = {"rows": overview.rows, "totals": overview.totals, "form": form, "window": window, "report": overview}
     return render(request, "reports/usage_overview.html", context)
 
 

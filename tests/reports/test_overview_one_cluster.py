@@ -5,12 +5,14 @@ range, and each sum over them is a tenth of a second)."""
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from reports.models import UsageRecord
+from courses.models import Course
+from reports.models import AccountingCursor, UsageRecord
 from tests.conftest import make_user
 from tests.http_helpers import table_rows
 
@@ -33,7 +35,7 @@ def record(job_id: str, *, cluster: str = "lab", account: str = "cs101") -> Usag
 
 def overview(client) -> tuple[str, list[str]]:
     """The page (yesterday and today) and the queries that summed usage records."""
-    client.force_login(make_user("ops", None, is_staff=True))
+    client.force_login(get_user_model().objects.filter(username="ops").first() or make_user("ops", None, is_staff=True))
     today = timezone.localdate()
     with CaptureQueriesContext(connection) as queries:
         response = client.get(reverse("reports:usage-overview") + f"?first={today - timedelta(days=1)}&last={today}")
@@ -74,3 +76,23 @@ def test_records_of_another_cluster_still_give_the_overview_its_per_cluster_line
         ["lab2", "1"],
         ["All clusters", "2"],
     ]
+
+
+def test_the_overview_is_summed_again_only_when_a_record_or_an_ingest_mark_changed_and_shows_new_courses_at_once(
+    client, course
+):
+    record("1")
+    first, sums = overview(client)
+    assert len(sums) >= 1 and "Figures as of" in first
+
+    again, sums = overview(client)
+    assert sums == [] and table_rows(again, "overview") == table_rows(first, "overview")
+
+    Course.objects.create(slug="cs105", code="CS105", title="New", term="Fall", slurm_account="cs105")
+    record("2", account="research")  # the next ingest's record
+    renewed, sums = overview(client)
+    rows = {account: jobs for _name, account, jobs, *_ in table_rows(renewed, "overview")}
+    assert len(sums) >= 1 and rows == {"cs101": "1", "cs105": "0", "research": "1"}
+
+    AccountingCursor.objects.create(cluster="lab", ingested_until=timezone.now())  # an ingest that updated records
+    assert overview(client)[1] != []

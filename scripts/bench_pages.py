@@ -89,8 +89,8 @@ def latencies(base: str, who: str, path: str, clients: int, requests: int) -> li
         assert answer.status_code == 200, (path, answer.status_code)
         return time.perf_counter() - started
 
-    sessions[0].get(base + path, timeout=120)  # warm
     with ThreadPoolExecutor(max_workers=clients) as pool:
+        list(pool.map(one, range(clients)))  # warm: each client's connection, each web worker it reaches
         return list(pool.map(one, range(requests)))
 
 

@@ -1,0 +1,55 @@
+"""Edges of reading a job's directory (jobs.files) that the other file tests leave open: the notebook session's
+file is never shown in the viewer, the zip of ordinary files needs no Zip64 support to open, and a file the portal
+reads for itself is refused under a name that cannot be read safely.
+
+No cluster: the job is submitted through the view, then its directory gets the files a finished job would have
+left there (tests/jobs/conftest.py finished_job).
+"""
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from courses.scripting import SESSION_FILE_NAME
+from jobs import files
+
+SESSION = b'{"url": "http://gpu1:8888/", "token": "secret-token"}'
+#: The "version needed to extract" of an entry written without Zip64 extensions (Zip64 needs 45).
+NO_ZIP64 = 20
+
+
+def test_the_viewer_refuses_the_notebook_sessions_file_and_never_shows_its_key(client, finished_job):
+    Path(finished_job.workdir, SESSION_FILE_NAME).write_bytes(SESSION)
+
+    response = client.get(reverse("jobs:job-file-view", args=[finished_job.uuid, SESSION_FILE_NAME]))
+
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert "secret-token" not in page
+    assert "which only the portal reads" in page
+
+
+def test_the_zip_of_ordinary_files_opens_in_an_unzip_without_zip64_support(client, finished_job, settings):
+    settings.LABQUEUE_ZIP_MAX_BYTES = 1024 * 1024
+    Path(finished_job.workdir, "results").mkdir()
+    Path(finished_job.workdir, "results", "out.txt").write_text("done\n")
+    Path(finished_job.workdir, "job.out").write_text("epoch 1\n")
+
+    response = client.get(reverse("jobs:job-zip", args=[finished_job.uuid]))
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+
+    assert archive.testzip() is None
+    assert {info.extract_version for info in archive.infolist()} == {NO_ZIP64}
+
+
+@pytest.mark.parametrize("name", ["a\\b.json", "a\nb.json", "a\x1b[2Jb.json", "a\udcffb.json"])
+def test_a_file_the_portal_reads_for_itself_is_refused_under_a_name_that_cannot_be_read_safely(tmp_path, name):
+    Path(tmp_path, "ok.json").write_bytes(SESSION)
+    Path(tmp_path, name).write_bytes(SESSION)  # it is there: only its name refuses it
+
+    assert files.read_head(str(tmp_path), "ok.json", 100, offered=False) == (SESSION, len(SESSION))
+    with pytest.raises(files.UnsafePath):
+        files.read_head(str(tmp_path), name, 100, offered=False)

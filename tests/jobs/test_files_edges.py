@@ -29,7 +29,7 @@ def test_the_viewer_refuses_the_notebook_sessions_file_and_never_shows_its_key(c
     assert response.status_code == 404
     page = response.content.decode()
     assert "secret-token" not in page
-    assert "which only the portal reads" in page
+    assert "this file: it holds the notebook session&#x27;s address and key, which only the portal reads." in page
 
 
 def test_the_zip_of_ordinary_files_opens_in_an_unzip_without_zip64_support(client, finished_job, settings):

@@ -1,12 +1,15 @@
 """Edges of reading a job's directory (jobs.files) that the other file tests leave open: the notebook session's
-file is never shown in the viewer, the zip of ordinary files needs no Zip64 support to open, and a file the portal
-reads for itself is refused under a name that cannot be read safely.
+file is never shown in the viewer, the zip of ordinary files needs no Zip64 support to open, a file the portal
+reads for itself is refused under a name that cannot be read safely, and the job page reads no more than the end
+of a log the job is still writing.
 
 No cluster: the job is submitted through the view, then its directory gets the files a finished job would have
 left there (tests/jobs/conftest.py finished_job).
 """
 
 import io
+import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -53,3 +56,27 @@ def test_a_file_the_portal_reads_for_itself_is_refused_under_a_name_that_cannot_
     assert files.read_head(str(tmp_path), "ok.json", 100, offered=False) == (SESSION, len(SESSION))
     with pytest.raises(files.UnsafePath):
         files.read_head(str(tmp_path), name, 100, offered=False)
+
+
+def test_a_log_the_job_writes_to_while_the_page_reads_it_shows_no_more_than_its_last_bytes(
+    client, finished_job, settings, monkeypatch
+):
+    settings.LABQUEUE_LOG_TAIL_BYTES = 1024
+    log = Path(finished_job.workdir, finished_job.stdout_name)
+    log.write_text("epoch 1\n" * 1000)
+    measure, inode = os.fstat, log.stat().st_ino
+    written = []
+
+    def size_then_the_job_writes(fd):
+        size = measure(fd)
+        if size.st_ino == inode:  # the job writes a megabyte each time the page has read the log's size
+            with log.open("a") as job_output:
+                written.append(job_output.write("LATE " * 200_000))
+        return size
+
+    monkeypatch.setattr(files.os, "fstat", size_then_the_job_writes)
+    response = client.get(reverse("jobs:job-detail", args=[finished_job.uuid]))
+
+    assert response.status_code == 200 and written
+    shown = re.search(r'aria-label="Output">([^<]*)</pre>', response.content.decode()).group(1)
+    assert shown.startswith("ATE LATE") and len(shown) == 1024

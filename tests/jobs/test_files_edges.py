@@ -1,11 +1,7 @@
 """Edges of reading a job's directory (jobs.files) that the other file tests leave open: the notebook session's
-file is never shown in the viewer, the zip of ordinary files needs no Zip64 support to open, a file the portal
-reads for itself is refused under a name that cannot be read safely, and the job page reads no more than the end
-of a log the job is still writing.
-
-No cluster: the job is submitted through the view, then its directory gets the files a finished job would have
-left there (tests/jobs/conftest.py finished_job).
-"""
+file is never shown in the viewer nor downloaded, the zip of ordinary files needs no Zip64 support to open, a file
+the portal reads for itself is refused under a name that cannot be read safely, and the job page reads no more than
+the end of a log the job is still writing."""
 
 import io
 import os
@@ -33,6 +29,18 @@ def test_the_viewer_refuses_the_notebook_sessions_file_and_never_shows_its_key(c
     page = response.content.decode()
     assert "secret-token" not in page
     assert "this file: it holds the notebook session&#x27;s address and key, which only the portal reads." in page
+
+
+def test_the_notebook_sessions_file_is_not_downloaded_either(client, finished_job):
+    Path(finished_job.workdir, SESSION_FILE_NAME).write_bytes(SESSION)
+    Path(finished_job.workdir, "result.txt").write_text("42\n")
+
+    refused = client.get(reverse("jobs:job-file", args=[finished_job.uuid, SESSION_FILE_NAME]))
+    ordinary = client.get(reverse("jobs:job-file", args=[finished_job.uuid, "result.txt"]))
+
+    assert refused.status_code == 404
+    assert b"secret-token" not in refused.content
+    assert ordinary.status_code == 200 and b"".join(ordinary.streaming_content) == b"42\n"
 
 
 def test_the_zip_of_ordinary_files_opens_in_an_unzip_without_zip64_support(client, finished_job, settings):

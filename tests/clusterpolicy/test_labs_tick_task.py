@@ -143,6 +143,26 @@ def test_a_reservation_slurm_refuses_is_recorded_and_shown_on_the_labs_page(clie
     assert (again.state, again.message) == (State.FAILED, session.message), "a refused lab is not tried again"
 
 
+def test_a_job_sent_again_during_a_lab_is_recorded_as_waiting_in_the_labs_reservation(
+    client, instructor, student, assignment
+):
+    session = schedule(client, instructor, starts_in=timedelta(minutes=-1), minutes=30)
+    labs_tick()
+    session.refresh_from_db()
+    assert session.state == State.RESERVED
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = Job.objects.get()
+    Job.objects.filter(pk=job.pk).update(submit_attempts=1)  # its first attempt never reached Slurm
+
+    job_dispatch(job.pk)
+
+    job.refresh_from_db()
+    assert job.status == Status.PENDING and job.submit_attempts == 2
+    assert squeue_field(job.slurm_job_id, "%v") == session.reservation_name
+    assert job.reservation == session.reservation_name, "so the lab's end moves it out if it still waits"
+
+
 def fill_node(node: str) -> str:
     """A research job holding every GPU of `node` (started before the lab, so the lab lets it finish)."""
     return research_job(gpus=4, node=node, name="lq-behaviour-fill")

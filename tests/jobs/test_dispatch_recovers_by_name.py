@@ -2,18 +2,32 @@
 
 A worker that dies between sbatch and saving the id, or an sbatch answer that is lost, leaves a job
 Slurm has but the portal does not know about. Sending it again must adopt that job, not make a second
-one: these tests count Slurm's own records of the job name (squeue and sacct), not portal rows.
+one: these tests count Slurm's own records of the job name (squeue and sacct), not portal rows. A job
+Slurm never got is sent again as a new attempt, checked again and with its files.
 """
 
+from pathlib import Path
+
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from courses.models import Enrollment, StarterFile
 from jobs.models import Job, JobEvent, Status
+from jobs.staging import staging_dir
 from jobs.tasks import job_dispatch, jobs_sync
-from tests.behaviour_helpers import make_stale, slurm_cleanup, slurm_job_ids, tasks_run_in_process
+from tests.behaviour_helpers import (
+    make_stale,
+    slurm_cleanup,
+    slurm_job_ids,
+    tasks_run_in_process,
+    uploaded_by_the_web_server,
+)
 from tests.conftest import submit_form, wait_for_status
 
 pytestmark = pytest.mark.slurm
+
+NOTES = b"seed = 7\n"
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +80,60 @@ def test_a_submit_task_replayed_after_a_lost_sbatch_answer_adopts_the_job_slurm_
     assert slurm_job_ids(job.slurm_name) == {slurm_id}
     assert job.status == Status.PENDING and job.slurm_job_id == slurm_id
     assert job.submit_attempts == 1
+
+
+@pytest.fixture
+def unsent_job(client, student, assignment) -> Job:
+    """A job with an uploaded file, submitted in the browser, as a worker killed after claiming it and before the
+    job-directory helper ran leaves it once the sweep gave it back to the queue: its first attempt counted, no job
+    directory, nothing in Slurm."""
+    client.force_login(student)
+    form = submit_form(uploads=[SimpleUploadedFile("notes.txt", NOTES)])
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), form).status_code == 302
+    job = Job.objects.get()
+    uploaded_by_the_web_server(staging_dir(str(job.uuid)))
+    Job.objects.filter(pk=job.pk).update(submit_attempts=1)
+    return job
+
+
+def test_a_job_slurm_never_got_is_sent_again_as_a_second_attempt_with_its_uploaded_files(unsent_job):
+    job_dispatch(unsent_job.pk)
+
+    job = Job.objects.get(pk=unsent_job.pk)
+    assert job.status == Status.PENDING and job.submit_attempts == 2
+    assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}
+    assert Path(job.workdir, "notes.txt").read_bytes() == NOTES
+
+
+def test_a_job_slurm_never_got_is_checked_again_before_it_is_sent_and_a_student_dropped_meanwhile_is_refused(
+    unsent_job, student
+):
+    Enrollment.objects.filter(user=student).delete()
+
+    job_dispatch(unsent_job.pk)
+
+    job = Job.objects.get(pk=unsent_job.pk)
+    assert job.status == Status.REJECTED
+    assert "You are no longer enrolled in" in job.message
+    assert slurm_job_ids(job.slurm_name) == set()
+    assert not Path(job.workdir).exists()
+
+
+def test_a_job_slurm_never_got_is_refused_when_its_starter_file_changed_in_storage_meanwhile(
+    client, student, assignment, settings
+):
+    settings.MEDIA_ROOT.mkdir(parents=True, exist_ok=True)
+    StarterFile.objects.create(assignment=assignment, name="train.py", file=SimpleUploadedFile("train.py", b"1\n"))
+    client.force_login(student)
+    assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
+    job = Job.objects.get()
+    Job.objects.filter(pk=job.pk).update(submit_attempts=1)  # its first attempt never reached Slurm
+    kept = job.assignment_version.starter_files.get()
+    Path(kept.file.path).write_bytes(b"2\n")  # written over where it is stored (an operator, a restore)
+
+    job_dispatch(job.pk)
+
+    job.refresh_from_db()
+    assert job.status == Status.REJECTED
+    assert "The starter file 'train.py' is no longer the one this job's version" in job.message
+    assert slurm_job_ids(job.slurm_name) == set()

@@ -6,6 +6,7 @@ both clusters. The federation is on only inside a test, and every job a test sta
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
@@ -98,7 +99,7 @@ def _submit_federated(client, student, seconds: int) -> Job:
 
 
 def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_job_stays_on_lab(
-    client, student, assignment, lab_full, in_the_federation, monkeypatch
+    client, student, assignment, lab_full, in_the_federation, monkeypatch, caplog
 ):
     job = dispatch(_submit_federated(client, student, seconds=30))
     assert job.status == Status.PENDING and job.cluster == FEDERATION
@@ -111,7 +112,7 @@ def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_
     assert f"for job {local} of the cluster it was sent from (cluster id {origin})" in page
     course_page = client.get(reverse("courses:course-detail", args=["cs102"])).content.decode()
     assert "not answering the portal" not in course_page  # both members answer
-    _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job, monkeypatch)
+    _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job, monkeypatch, caplog)
 
     # cs101, bound to lab: sent with -M lab during the federation, it waits for lab's GPUs and is never offered
     # to lab2 (sent without -M it would have been federated and started on lab2's free GPUs).
@@ -131,9 +132,10 @@ def test_with_lab_full_a_federated_courses_job_starts_on_lab2_and_a_lab_courses_
     assert wait_for_status(on_lab, Status.CANCELLED).ran_on == ""
 
 
-def _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job: Job, monkeypatch) -> None:
+def _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job: Job, monkeypatch, caplog) -> None:
     """The sync's Slurm calls: one squeue per member (-M lab, -M lab2), however many jobs. With lab2's controller
-    stopped, lab shows only the REVOKED copy: the job is not taken for finished, it waits for lab2's answer."""
+    stopped, lab shows only the REVOKED copy: the job is not taken for finished, it waits for lab2's answer, and the
+    operator's log says which member did not answer."""
     calls: list[str] = []
     original = runner.run
 
@@ -147,11 +149,13 @@ def _one_squeue_per_member_and_a_silent_lab2_is_unknown_not_finished(job: Job, m
     assert sorted(call for call in calls if call.startswith("squeue")) == ["squeue -M lab", "squeue -M lab2"]
     labcluster("lab2-ctld", "stop")
     try:
-        jobs_sync()
+        with caplog.at_level(logging.WARNING, logger="jobs.dispatch"):
+            jobs_sync()
     finally:
         labcluster("lab2-ctld", "start")
     job.refresh_from_db()
     assert job.status == Status.RUNNING and job.left_queue_at is None
+    assert "Federated jobs wait for the next cycle: lab2 did not answer." in caplog.messages
 
 
 def _filed_once_under_lab2(job: Job) -> None:

@@ -3,13 +3,16 @@
 in the same run. Every figure is printed with the load that produced it.
 
 1. References, before and after the portal: N submissions one after another with `runuser -u <student> --
-   sbatch ...`, and with `sudo -n -u <student> labqueue-jobdir submit /usr/bin/sbatch ...` run as the service
-   account with the job's file list on stdin (the portal's run-as path, the command its worker runs):
-   submissions/s and CPU ms per job.
+   sbatch ...`, with `sudo -n -u <student> sbatch ...` (the run-as prefix alone), and with `sudo -n -u <student>
+   labqueue-jobdir submit /usr/bin/sbatch ...` run as the service account with the job's file list on stdin (the
+   portal's run-as path, the command its worker runs): submissions/s and CPU ms per job.
 2. The burst: N signed-in students, each its own HTTP client, post the assignment form to gunicorn at the same
    moment (their pages opened beforehand): click -> Slurm id recorded (the job's submitted_at), p50/p95/max,
    and jobs/s end to end. With `--clients C` (fewer than N), C clients post at once, each again when answered.
 3. A deadline: the same N students, each at its own random moment, spread uniformly over `--spread` seconds.
+1b. The stack's own floor, in the portal before the burst: N tasks that do nothing (Celery's built-in
+   celery.accumulate) sent to the submit worker's queue, and N requests for /healthz one after another (gunicorn
+   and Django with no session and no query): CPU ms per task and per request, what any job costs in each at least.
 4. CPU ms per submitted job, per process group, for each of the above: /proc/<pid>/stat utime + stime of the
    long-running processes before and after, with cutime + cstime (the children each has reaped: the submit
    worker's sudo + helper + sbatch, the sync worker's squeue and sacct, PostgreSQL's ended backends).
@@ -165,8 +168,13 @@ def job_script() -> str:
     return render_script(body=BODY, values={}, resources=resources, label="BURST: Deadline burst")
 
 
-def runuser_submit(names: list[str], script: str) -> None:
-    """sbatch as each student through runuser, with the options the portal gives (logs to /dev/null)."""
+RUNUSER = ("runuser", "-u", "{user}", "--")
+SUDO = ("sudo", "-n", "-u", "{user}")  # the run-as prefix without the helper (run by root: no sudoers rule needed)
+HELPER = "sudo -n -u <student> helper"
+
+
+def runuser_submit(names: list[str], script: str, run_as: tuple[str, ...] = RUNUSER) -> None:
+    """sbatch as each student through runuser (or sudo), with the options the portal gives (logs to /dev/null)."""
     with tempfile.TemporaryDirectory() as folder:
         Path(folder).chmod(0o755)  # the students read the script
         path = Path(folder) / "job.sh"
@@ -174,7 +182,7 @@ def runuser_submit(names: list[str], script: str) -> None:
         for number, name in enumerate(names):
             options = [f"--account={ACCOUNT}", f"--job-name=lq-bench-raw-{number}", "--chdir=/tmp"]
             options += ["--output=/dev/null", "--error=/dev/null", f"--partition={PARTITION}", str(path)]
-            command = ["runuser", "-u", name, "--", "sbatch", "--parsable", "--export=NONE", *options]
+            command = [part.format(user=name) for part in run_as] + ["sbatch", "--parsable", "--export=NONE", *options]
             run(command, start_new_session=True)
 
 
@@ -226,20 +234,23 @@ def measure(heading: tuple[str, str], jobs: int, portal: dict, action) -> Window
 
 
 def references(names: list[str], script: str, job_root: Path, when: str) -> list[Window]:
-    """Both references, one after the other, each job cancelled after its run."""
+    """The three references, one after the other, each job cancelled after its run."""
     count = len(names)
     raw = measure(("runuser", when), count, {}, lambda: runuser_submit(names, script))
     jobs_cancel()
+    sudo = measure(("sudo", when), count, {}, lambda: runuser_submit(names, script, run_as=SUDO))
+    jobs_cancel()
     helper = measure(("helper", when), count, {}, lambda: helper_submit(names, script, job_root))
     jobs_cancel()
-    for window, command in ((raw, "runuser -u <student> -- sbatch"), (helper, "sudo -n -u <student> helper")):
+    shown = (raw, "runuser -u <student> -- sbatch"), (sudo, "sudo -n -u <student> sbatch"), (helper, HELPER)
+    for window, command in shown:
         commands = window.cpu["commands"] * 1000 / count
         everything = sum(value for group, value in window.cpu.items() if group != "this script") * 1000 / count
         print(
             f"  {command + ' ...':<40} {when:<6} {count / window.seconds:6.1f} submissions/s  CPU {commands:5.1f} "
             f"ms/job in the command, {everything:5.1f} ms/job all processes  ({count} one after another)"
         )
-    return [raw, helper]
+    return [raw, sudo, helper]
 
 
 def jobs_cancel() -> None:
@@ -398,8 +409,9 @@ def portal_runs(options: argparse.Namespace, names: list[str], made: Made) -> li
     count = len(users)
     clients = min(options.clients or count, count)
     shape = f"{count} at once" if clients == count else f"{clients} clients"
+    windows = floors(made, browsers[0], port, count)
     release = burst_ready(forms_open(browsers, page_url), page_url, clients)
-    windows = [measure(("burst", shape), count, made.processes, lambda: recorded(release()))]
+    windows.append(measure(("burst", shape), count, made.processes, lambda: recorded(release())))
     if clients == count:
         print(f"  burst: {count} students post the form at the same moment ({count} HTTP clients, pages opened before)")
     else:
@@ -420,6 +432,49 @@ def portal_runs(options: argparse.Namespace, names: list[str], made: Made) -> li
         )
         print_latencies(windows[-1], rate=False)
     return windows
+
+
+def celery_floor(count: int, log: Path) -> None:
+    """`count` tasks that do nothing, sent to the submit worker's queue as the web side sends a job's; returns when
+    the worker's log says it ran them all."""
+    from portal.celery import app
+
+    for number in range(count):
+        app.send_task("celery.accumulate", args=(number,), queue="submit")
+    done = "celery.accumulate"
+    limit = time.monotonic() + 120
+    while sum(done in line and "succeeded" in line for line in log.read_text(errors="replace").splitlines()) < count:
+        if time.monotonic() > limit:
+            raise SystemExit(f"the submit worker did not run {count} empty tasks in 120 s (see {log})")
+        time.sleep(0.2)
+
+
+def web_floor(browser, url: str, count: int) -> None:
+    """`count` requests for /healthz, one after another."""
+    for _ in range(count):
+        if browser.get(url, timeout=30).status_code != 200:
+            raise SystemExit(f"{url} did not answer 200")
+
+
+def floors(made: Made, browser, port: int, count: int) -> list[Window]:
+    """The stack's own cost per job, measured in the running portal before the burst (see the docstring, 1b)."""
+    run_dir = Path(made.env["BENCH_RUN_DIR"])
+    celery = measure(("floor", "Celery"), count, made.processes, lambda: celery_floor(count, run_dir / "submit.log"))
+    web = measure(
+        ("floor", "request"),
+        count,
+        made.processes,
+        lambda: web_floor(browser, f"http://127.0.0.1:{port}/healthz", count),
+    )
+    rows = (
+        (celery, "an empty Celery task on the submit queue", ("submit", "Redis")),
+        (web, "a request for /healthz, one after another", ("gunicorn", "PostgreSQL")),
+    )
+    for window, what, groups in rows:
+        parts = ", ".join(f"{group} {window.cpu.get(group, 0.0) * 1000 / count:.1f}" for group in groups)
+        everything = sum(value for group, value in window.cpu.items() if group != "this script") * 1000 / count
+        print(f"  floor: {what:<44} CPU {everything:5.1f} ms each, all processes ({parts}; {count} of them)")
+    return [celery, web]
 
 
 def print_latencies(window: Window, *, rate: bool) -> None:
@@ -454,8 +509,32 @@ def print_cpu(windows: list[Window]) -> None:
     mine = cpu_cells(("this script",), windows)
     print(f"{'the load (this script)':<28}" + "".join(f"{cell:>13.1f}" for cell in mine) + "  (not in total)")
     print(f"{'seconds measured':<28}" + "".join(f"{window.seconds:>13.1f}" for window in windows))
-    print("* runuser + sbatch in the runuser columns; sudo + helper + sbatch in the others (the submit worker's")
-    print("  children in the portal's). The portal's columns include what beat ran meanwhile (sync every 5 s).")
+    print("* runuser + sbatch in the runuser columns, sudo + sbatch in the sudo columns; sudo + helper + sbatch in")
+    print("  the others (the submit worker's children in the portal's). The portal's columns include what beat ran")
+    print("  meanwhile (sync every 5 s); the floor columns count per empty task and per request.")
+
+
+def print_floor(windows: list[Window]) -> None:
+    """What any submitted job costs at least in this stack: the run-as prefix and sbatch, a Celery task, and a
+    request (each all processes, averaged over the runs measured), beside the portal's own figure."""
+
+    def per_job(*headings: tuple[str, str]) -> float:
+        chosen = [window for window in windows if window.heading in headings]
+        used = [sum(v for group, v in window.cpu.items() if group != "this script") / window.jobs for window in chosen]
+        return sum(used) * 1000 / len(used)
+
+    parts = {
+        "sudo -n -u <student> sbatch": per_job(("sudo", "before"), ("sudo", "after")),
+        "an empty Celery task": per_job(("floor", "Celery")),
+        "a request for /healthz": per_job(("floor", "request")),
+    }
+    burst = next(window for window in windows if window.heading[0] == "burst")
+    print()
+    print(
+        "The stack's floor per job, CPU ms in all processes: " + " + ".join(f"{v:.1f} ({k})" for k, v in parts.items())
+    )
+    portal = per_job(burst.heading)
+    print(f"  = {sum(parts.values()):.1f} ms with no query, no file and no check; the portal's burst: {portal:.1f} ms")
 
 
 def portal_stop(made: Made) -> None:
@@ -535,6 +614,7 @@ def bench(options: argparse.Namespace, made: Made) -> None:
     print("References again, the portal stopped:")
     windows += references(names, script, job_root, "after")
     print_cpu(windows)
+    print_floor(windows)
 
 
 def arguments() -> argparse.Namespace:

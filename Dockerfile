@@ -79,6 +79,8 @@ COPY . .
 # sudoers rule that lets labqueue run exactly sbatch, scancel and the helper as a member of %students.
 RUN install -d -o root -g root -m 0755 /usr/local/libexec \
  && install -o root -g root -m 0755 scripts/labqueue-jobdir /usr/local/libexec/labqueue-jobdir \
+ && install -o root -g root -m 0644 scripts/labqueue_jobdir.py /usr/local/libexec/labqueue_jobdir.py \
+ && /usr/bin/python3 -m py_compile /usr/local/libexec/labqueue_jobdir.py \
  && install -o root -g root -m 0440 deploy/sudoers.labqueue /etc/sudoers.d/labqueue \
  && visudo -cf /etc/sudoers.d/labqueue
 

@@ -36,6 +36,8 @@ from portal.identity import netid_refusal
 from slurm import runner
 
 OK, FAIL, SKIP, WARN = "OK", "FAIL", "SKIP", "WARN"
+#: The job-dir helper's code, installed beside its launcher (LABQUEUE_JOBDIR_HELPER) and byte-compiled there.
+HELPER_MODULE = "labqueue_jobdir.py"
 
 #: The Slurm client tools the portal runs (sinfo: the one sites compare first).
 SLURM_TOOLS = ("sinfo", "sbatch", "squeue", "scancel", "sacct", "sacctmgr", "scontrol")
@@ -260,14 +262,18 @@ def _munge() -> Result:
 
 def _helper() -> Result:
     name, helper = "job-dir helper", Path(settings.LABQUEUE_JOBDIR_HELPER)
-    install = f"Install it root-owned: `install -o root -g root -m 0755 scripts/labqueue-jobdir {helper}`"
-    try:
-        info, parent = helper.stat(), helper.parent.stat()
-    except OSError as error:
-        return Result(name, FAIL, f"{helper}: {error.strerror}", f"{install}, or set LABQUEUE_JOBDIR_HELPER.")
-    if not stat.S_ISREG(info.st_mode) or not info.st_mode & 0o111:
-        return Result(name, FAIL, f"{helper} is not an executable file", f"{install}.")
-    for path, item in ((helper, info), (helper.parent, parent)):
+    module = helper.with_name(HELPER_MODULE)
+    install = (
+        f"Install it root-owned: `install -o root -g root -m 0755 scripts/labqueue-jobdir {helper}`, "
+        f"`install -o root -g root -m 0644 scripts/{HELPER_MODULE} {module}`, `/usr/bin/python3 -m py_compile {module}`"
+    )
+    for path in (helper, helper.parent, module, *_compiled(module)):
+        try:
+            item = path.stat()
+        except OSError as error:
+            return Result(name, FAIL, f"{path}: {error.strerror}", f"{install}, or set LABQUEUE_JOBDIR_HELPER.")
+        if path == helper and (not stat.S_ISREG(item.st_mode) or not item.st_mode & 0o111):
+            return Result(name, FAIL, f"{helper} is not an executable file", f"{install}.")
         if item.st_uid != 0 or item.st_mode & 0o022:
             return Result(
                 name,
@@ -276,7 +282,33 @@ def _helper() -> Result:
                 "root could change what runs as every student",
                 f"{install}, in a directory only root may write to.",
             )
-    return Result(name, OK, f"{helper} is root-owned and only root may change it")
+    source = module.stat()
+    if not any(_compiled_from(pyc, source) for pyc in _compiled(module)):
+        return Result(
+            name,
+            WARN,
+            f"{module} has no current compiled file: the helper compiles it on every run (about 5 ms of CPU per job)",
+            f"Compile it as root: `/usr/bin/python3 -m py_compile {module}`.",
+        )
+    return Result(name, OK, f"{helper} and {module}, compiled, are root-owned and only root may change them")
+
+
+def _compiled(module: Path) -> list[Path]:
+    """The module's __pycache__ folder and its compiled files there (for any Python), when it has them."""
+    cache = module.with_name("__pycache__")
+    return [cache, *sorted(cache.glob(f"{module.stem}.*.pyc"))] if cache.is_dir() else []
+
+
+def _compiled_from(pyc: Path, source: os.stat_result) -> bool:
+    """Whether Python would use this compiled file for the source as it is now: a timestamp-checked .pyc whose
+    header (PEP 552: flags, then the source's mtime and size) matches the source."""
+    try:
+        with pyc.open("rb") as compiled:
+            header = compiled.read(16)[4:]
+    except OSError:
+        return False
+    flags, mtime, size = (int.from_bytes(header[i : i + 4], "little") for i in (0, 4, 8))
+    return flags == 0 and mtime == int(source.st_mtime) & 0xFFFFFFFF and size == source.st_size & 0xFFFFFFFF
 
 
 def _job_root() -> Result:

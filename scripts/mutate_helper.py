@@ -1,11 +1,13 @@
-"""Mutation testing of the job-directory helper, scripts/labqueue-jobdir (what `scripts/mutate --helper` runs).
+"""Mutation testing of the job-directory helper's code, scripts/labqueue_jobdir.py (what `scripts/mutate --helper`
+runs).
 
 mutmut cannot reach the helper the way it reaches the portal: sudo runs it with `/usr/bin/python3 -IS`, the
 system Python without the virtualenv or the site module, so mutmut's trampolines (which pick the mutant to run
 inside one mutated copy of a module) never load. So each mutant is written here as a whole helper of its own,
 made with mutmut's own mutation operators (module-level constants such as the open flags included), and the
 tests that run the helper run once per mutant with LABQUEUE_TEST_JOBDIR_HELPER naming it: the test set-up
-installs that file where the sudoers rule names the helper (tests/conftest.py, jobdir_helper_install). A mutant
+installs that module, compiled, beside the launcher the sudoers rule names (tests/conftest.py,
+jobdir_helper_install). A mutant
 is killed when a test fails. Results go to .mutate-helper/mutants/scripts/labqueue-jobdir.py.meta in mutmut's
 format, and scripts/mutation_report.py reports them there like any module.
 
@@ -29,7 +31,9 @@ from pathlib import Path
 from mutmut.mutation.file_mutation import create_mutations
 
 REPO = Path(__file__).resolve().parent.parent
-HELPER = REPO / "scripts" / "labqueue-jobdir"
+HELPER = REPO / "scripts" / "labqueue_jobdir.py"
+LAUNCHER = REPO / "scripts" / "labqueue-jobdir"
+INSTALLED = Path("/usr/local/libexec")
 WORK = REPO / ".mutate-helper"
 META = WORK / "mutants" / "scripts" / "labqueue-jobdir.py.meta"
 #: The tests that run the helper: through the worker, the doctor's probe, the purge, and the helper alone.
@@ -71,7 +75,7 @@ def changed_line(code: str, source: str) -> str:
 def mutant_run(name: str, source: str) -> tuple[int, str]:
     """Run the helper's tests with this mutant installed; mutmut's exit code for the outcome, and the test
     that failed on it."""
-    path = WORK / "helpers" / name
+    path = WORK / "helpers" / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)
     env = {**os.environ, "LABQUEUE_TEST_JOBDIR_HELPER": str(path)}
@@ -89,12 +93,14 @@ def mutant_run(name: str, source: str) -> tuple[int, str]:
 
 
 def helper_restore() -> None:
-    """Put the checkout's own helper back where the sudoers rule names it (as the test set-up does)."""
-    installed = Path("/usr/local/libexec/labqueue-jobdir")
-    fresh = installed.with_name(f"{installed.name}.{os.getpid()}")
-    fresh.write_bytes(HELPER.read_bytes())
-    fresh.chmod(0o755)
-    fresh.replace(installed)
+    """Put the checkout's own helper back where the sudoers rule names it, compiled (as the test set-up does)."""
+    for source, mode in ((LAUNCHER, 0o755), (HELPER, 0o644)):
+        installed = INSTALLED / source.name
+        fresh = installed.with_name(f"{installed.name}.{os.getpid()}")
+        fresh.write_bytes(source.read_bytes())
+        fresh.chmod(mode)
+        fresh.replace(installed)
+    subprocess.run(["/usr/bin/python3", "-m", "py_compile", str(INSTALLED / HELPER.name)], check=True)
 
 
 def main(args: list[str]) -> int:

@@ -231,7 +231,10 @@ def test_the_build_context_holds_what_production_runs_and_no_lab_test_or_benchma
 
     assert not [path for path in sent if LAB_ONLY.search(path)], [path for path in sent if LAB_ONLY.search(path)]
     assert {path.split("/")[0] for path in sent} <= RUNTIME_TOP
-    assert [path for path in sent if path.startswith("scripts/")] == ["scripts/labqueue-jobdir"]
+    assert [path for path in sent if path.startswith("scripts/")] == [
+        "scripts/labqueue-jobdir",
+        "scripts/labqueue_jobdir.py",
+    ]
     assert {"manage.py", "portal/settings.py", "deploy/entrypoint", "static/labqueue.css"} <= set(sent)
     assert not [path for path in sent if path.endswith((".pyc", ".env", ".sqlite3", ".out"))]
 
@@ -289,7 +292,13 @@ def test_the_image_context_leaves_out_history_local_state_secrets_and_tests(path
 @pytest.mark.parametrize(
     "path",
     ["manage.py", "requirements.txt", "deploy/entrypoint", "deploy/gunicorn.conf.py", "deploy/sudoers.labqueue"]
-    + ["scripts/labqueue-jobdir", "static/labqueue.css", "templates/base.html", "portal/settings.py"],
+    + [
+        "scripts/labqueue-jobdir",
+        "scripts/labqueue_jobdir.py",
+        "static/labqueue.css",
+        "templates/base.html",
+        "portal/settings.py",
+    ],
 )
 def test_the_image_context_keeps_what_the_portal_runs(path):
     assert (REPO / path).exists()

@@ -225,6 +225,86 @@ def test_a_job_dir_helper_the_service_account_could_change_fails(settings, jobdi
     assert fix.startswith(f"Install it root-owned: `install -o root -g root -m 0755 scripts/labqueue-jobdir {helper}`")
 
 
+@pytest.fixture
+def helper_folder(job_root) -> Path:
+    """A root-owned folder the service account can reach, with the checkout's helper installed in it as an
+    operator installs it (README, "Install"), compiled unless a test compiles it itself."""
+    folder = job_root.parent / f"{job_root.name}-libexec"
+    folder.mkdir(mode=0o755)
+    shutil.copyfile(REPO / "scripts" / "labqueue-jobdir", folder / "labqueue-jobdir")
+    (folder / "labqueue-jobdir").chmod(0o755)
+    shutil.copyfile(REPO / "scripts" / "labqueue_jobdir.py", folder / "labqueue_jobdir.py")
+    (folder / "labqueue_jobdir.py").chmod(0o644)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def compile_helper(folder: Path) -> None:
+    subprocess.run(["/usr/bin/python3", "-m", "py_compile", str(folder / "labqueue_jobdir.py")], check=True)
+
+
+def test_a_job_dir_helper_whose_code_the_service_account_could_change_fails(settings, helper_folder):
+    compile_helper(helper_folder)
+    module = helper_folder / "labqueue_jobdir.py"
+    os.chown(module, pwd.getpwnam("labqueue").pw_uid, -1)
+
+    status, checks = doctor(settings, LABQUEUE_JOBDIR_HELPER=str(helper_folder / "labqueue-jobdir"))
+
+    assert status == 1
+    detail, fix = failed(checks, "job-dir helper")
+    assert detail.startswith(f"{module} is owned by uid {pwd.getpwnam('labqueue').pw_uid} with mode -rw-r--r--")
+    assert "an account other than root could change what runs as every student" in detail
+    assert f"`/usr/bin/python3 -m py_compile {module}`" in fix
+
+
+def test_a_job_dir_helper_whose_compiled_code_others_could_replace_fails(settings, helper_folder):
+    compile_helper(helper_folder)
+    (helper_folder / "__pycache__").chmod(0o777)
+
+    status, checks = doctor(settings, LABQUEUE_JOBDIR_HELPER=str(helper_folder / "labqueue-jobdir"))
+
+    assert status == 1
+    detail, _ = failed(checks, "job-dir helper")
+    assert detail.startswith(f"{helper_folder / '__pycache__'} is owned by uid 0 with mode drwxrwxrwx")
+
+
+def test_a_job_dir_helper_without_its_code_fails_and_says_how_to_install_it(settings, helper_folder):
+    (helper_folder / "labqueue_jobdir.py").unlink()
+
+    status, checks = doctor(settings, LABQUEUE_JOBDIR_HELPER=str(helper_folder / "labqueue-jobdir"))
+
+    assert status == 1
+    detail, fix = failed(checks, "job-dir helper")
+    assert detail == f"{helper_folder / 'labqueue_jobdir.py'}: No such file or directory"
+    assert "`install -o root -g root -m 0644 scripts/labqueue_jobdir.py" in fix
+
+
+def test_a_job_dir_helper_not_compiled_or_compiled_before_an_update_is_a_warning(settings, helper_folder):
+    helper, module = str(helper_folder / "labqueue-jobdir"), helper_folder / "labqueue_jobdir.py"
+    _, checks = doctor(settings, LABQUEUE_JOBDIR_HELPER=helper)
+    assert checks["job-dir helper"] == (
+        "WARN",
+        f"{module} has no current compiled file: the helper compiles it on every run (about 5 ms of CPU per job)",
+        f"Compile it as root: `/usr/bin/python3 -m py_compile {module}`.",
+    )
+
+    compile_helper(helper_folder)
+    assert doctor(settings, LABQUEUE_JOBDIR_HELPER=helper)[1]["job-dir helper"][0] == "OK"
+
+    with module.open("a") as code:  # an update installed without compiling it again
+        code.write("# updated\n")
+    assert doctor(settings, LABQUEUE_JOBDIR_HELPER=helper)[1]["job-dir helper"][0] == "WARN"
+
+
+def test_the_installed_helper_runs_its_compiled_code(jobdir_helper):
+    """What sudo runs reads the module compiled at install, not the source: no compiling on each submission."""
+    ran = subprocess.run(["/usr/bin/python3", "-IS", "-v", jobdir_helper], capture_output=True, text=True)
+
+    assert ran.returncode == 2 and "usage: labqueue-jobdir submit" in ran.stderr  # it ran: no mode given
+    compiled = f"{Path(jobdir_helper).parent}/__pycache__/labqueue_jobdir.{sys.implementation.cache_tag}.pyc"
+    assert f"code object from '{compiled}'" in ran.stderr, ran.stderr[-2000:]
+
+
 def test_a_job_root_with_the_wrong_mode_fails_and_gives_the_commands(settings, other_job_root):
     root = other_job_root
     root.chmod(0o755)

@@ -253,6 +253,28 @@ def references(names: list[str], script: str, job_root: Path, when: str) -> list
     return [raw, sudo, helper]
 
 
+def helper_startup(count: int) -> None:
+    """The helper's start-up alone, N times each, one after another (no sudo, no sbatch): the system Python with
+    nothing to run, the helper's code run as a script (compiled on every run, as the helper was installed
+    before), and the installed helper (its launcher, importing the code compiled at install). CPU ms per start."""
+    from django.conf import settings
+
+    helper = Path(settings.LABQUEUE_JOBDIR_HELPER)
+    python, code = ["/usr/bin/python3", "-IS"], str(helper.with_name("labqueue_jobdir.py"))
+    starts = (
+        ("the system Python alone (python3 -IS -c pass)", [*python, "-c", "pass"]),
+        ("the helper's code run as a script (compiled each run)", [*python, code]),
+        ("the installed helper (its code compiled at install)", [str(helper)]),
+    )
+    for what, argv in starts:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for _ in range(count):
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        print(f"  {what:<56} CPU {used * 1000 / count:5.1f} ms per start  ({count} one after another)")
+
+
 def jobs_cancel() -> None:
     """Cancel every job in the benchmark's account; wait until Slurm lists none of them live."""
     subprocess.run(["scancel", f"--account={ACCOUNT}"], capture_output=True, check=False)
@@ -321,6 +343,9 @@ def forms_open(browsers: list, page_url: str) -> list[tuple]:
 def click(form: tuple, page_url: str) -> tuple[float, str]:
     """Post the form (Submit job): when it was clicked, and the job's uuid from the redirect to its page."""
     browser, fields = form
+    # A new connection, as after a student has read the page for a while: the one the page came on may be
+    # closed by the server (keepalive) at the moment the post is sent on it, which no client retries.
+    browser.close()
     clicked = time.time()
     answer = browser.post(page_url, data=fields, headers={"Referer": page_url}, timeout=300, allow_redirects=False)
     if answer.status_code != 302:
@@ -607,6 +632,8 @@ def bench(options: argparse.Namespace, made: Made) -> None:
     script = job_script()
     print(f"References, one command per job, one after another, as the worker runs it (no terminal), N = {len(names)}:")
     windows = references(names, script, job_root, "before")
+    print("The helper's start-up alone, as root (no sudo, no sbatch):")
+    helper_startup(len(names))
     print("Portal, each student its own signed-in HTTP client:")
     windows += portal_runs(options, names, made)
     portal_stop(made)

@@ -313,15 +313,23 @@ def _follow_federation(active: list[Job], check_runs: list, queues: dict[str, di
     if silent := [cluster_name(cluster) for cluster in members if cluster not in queues]:
         log.warning("Federated jobs wait for the next cycle: %s did not answer.", ", ".join(silent))
         return
+    live, ran_on = federation_rows(queues, members)
+    try:
+        _follow_slurm(active, check_runs, live=live, cluster=settings.LABQUEUE_SLURM_FEDERATION, ran_on=ran_on)
+    except slurm.SlurmUnavailable as error:
+        log.warning("The federation's accounting did not answer; its jobs wait for the next cycle: %s", error)
+
+
+def federation_rows(queues: dict[str, dict], members: list[str]) -> tuple[dict, dict]:
+    """Each job id's row among the members' queues (in the order given) and the cluster of that row: a running row
+    first, else the first member's. A job that has just started on one member can still be waiting on another in
+    the same cycle (the first member's copy is revoked a moment later); where it runs is where it started."""
     live, ran_on = {}, {}
     for cluster in members:
         for job_id, entry in queues[cluster].items():
             if job_id not in live or states.is_running(entry.state):
                 live[job_id], ran_on[job_id] = entry, cluster_name(cluster)
-    try:
-        _follow_slurm(active, check_runs, live=live, cluster=settings.LABQUEUE_SLURM_FEDERATION, ran_on=ran_on)
-    except slurm.SlurmUnavailable as error:
-        log.warning("The federation's accounting did not answer; its jobs wait for the next cycle: %s", error)
+    return live, ran_on
 
 
 def _follow_slurm(

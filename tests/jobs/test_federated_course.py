@@ -7,9 +7,12 @@ both clusters. The federation is on only inside a test, and every job a test sta
 from __future__ import annotations
 
 import logging
+import re
+import shutil
 import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -21,7 +24,7 @@ from jobs.dispatch import job_scancel, jobs_sync
 from jobs.models import Job, Status
 from slurm import runner
 from tests.conftest import dispatch, submitted, wait_for_status
-from tests.lab import labcluster, slurm_tool
+from tests.lab import lab_slurm_conf, labcluster, slurm_tool
 from tests.slurm.helpers import wait_for
 from tests.two_clusters import course_bound_to
 
@@ -169,6 +172,76 @@ def _filed_once_under_lab2(job: Job) -> None:
         return list(UsageRecord.objects.filter(job=job).values_list("cluster", flat=True))
 
     assert wait_for(filed, timeout=30) == ["lab2"]
+
+
+@pytest.fixture
+def both_full(lab_full) -> Iterator[list[str]]:
+    """lab2's 8 GPUs taken by root's jobs too (lab's by lab_full); cancelled after the test, whatever happened."""
+    fillers: list[str] = []
+    try:
+        for node in ("gpu3", "gpu4"):
+            argv = ["-M", "lab2", "--parsable", "-A", "root", "-t", "10", "--chdir=/tmp", "-o", "/dev/null", "-w", node]
+            answer = tool("sbatch", *argv, "--gres=gpu:4", "--wrap", "sleep 600")
+            assert answer.returncode == 0, answer.stderr
+            fillers.append(answer.stdout.strip().split(";")[0])
+        wait_for(
+            lambda: (
+                tool("squeue", "-M", "lab2", "-h", "-j", ",".join(fillers), "-o", "%T").stdout.split()
+                == ["RUNNING", "RUNNING"]
+            )
+        )
+        yield fillers
+    finally:
+        if fillers:
+            tool("scancel", "-M", "lab2", *fillers)
+
+
+def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting_is_silent_waits_for_it(
+    client, student, both_full, in_the_federation, settings, tmp_path, caplog
+):
+    """Both members full: the job waits in both queues and the portal follows it as waiting, not as gone. Then,
+    lab2 freed, it runs there and ends while the federation's accounting does not answer (sacct with a
+    configuration whose slurmdbd port nobody listens on; squeue answers): it is not taken for finished, the
+    operator's log says why, and the next cycle with accounting back records how it ended."""
+    job = dispatch(_submit_federated(client, student, seconds=1))
+    assert {(cluster, state) for cluster, state, _ in rows_of(job.slurm_job_id)} == {
+        ("lab", "PENDING"),
+        ("lab2", "PENDING"),
+    }
+    jobs_sync()
+    job.refresh_from_db()
+    assert (job.status, job.left_queue_at, job.ran_on) == (Status.PENDING, None, "")
+
+    tool("scancel", "-M", "lab2", *both_full)
+    wait_for(lambda: not {state for _, state, _ in rows_of(job.slurm_job_id)} - {"REVOKED"}, timeout=90)
+    settings.SLURM_BIN_DIR = str(_tools_with_silent_accounting(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="jobs.dispatch"):
+        jobs_sync()
+    job.refresh_from_db()
+    assert job.status == Status.PENDING and job.left_queue_at is not None  # left the queue; how, not known yet
+    said = "The federation's accounting did not answer; its jobs wait for the next cycle: "
+    warnings = [message for message in caplog.messages if message.startswith(said)]
+    assert warnings and warnings[0].endswith("Problem talking to the database: Connection refused"), caplog.messages
+
+    settings.SLURM_BIN_DIR = ""
+    job = wait_for_status(job, Status.COMPLETED)
+    assert job.accounting["node_list"] in LAB2_NODES
+
+
+def _tools_with_silent_accounting(folder: Path) -> Path:
+    """A Slurm tools folder: the lab's own squeue, scontrol, sbatch and scancel, and an sacct that runs the real one
+    with a copy of slurm.conf whose AccountingStoragePort nobody listens on (slurmdbd unreachable)."""
+    tools, etc = folder / "bin", folder / "etc"
+    tools.mkdir()
+    etc.mkdir()
+    conf = lab_slurm_conf().read_text()
+    (etc / "slurm.conf").write_text(re.sub(r"(?m)^AccountingStoragePort=.*$", "AccountingStoragePort=9", conf))
+    for name in ("squeue", "scontrol", "sbatch", "scancel"):
+        (tools / name).symlink_to(shutil.which(slurm_tool(name)))
+    sacct = tools / "sacct"
+    sacct.write_text(f'#!/bin/sh\nSLURM_CONF={etc / "slurm.conf"} exec {shutil.which(slurm_tool("sacct"))} "$@"\n')
+    sacct.chmod(0o755)
+    return tools
 
 
 def _assoc(cluster: str, account: str, user: str) -> str:

@@ -1,5 +1,6 @@
 """Files a student uploads, and an assignment's starter files, land in the job's directory."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,63 @@ def test_a_session_keeps_the_files_of_its_last_ten_refused_forms(client, student
 
     assert staged_with(client, tokens[0]) == [], "the oldest of eleven is no longer this session's"
     assert staged_with(client, tokens[1]) == ["try1.txt"]
+
+
+def _kept_from_a_refused_try(client, url: str, size: int) -> str:
+    """A form refused for a bad parameter, with a file of `size` bytes chosen: the token its file is kept under."""
+    refused = client.post(
+        url, {**submit_form(param_EPOCHS="99"), "uploads": [SimpleUploadedFile("first.txt", b"x" * size)]}
+    )
+    assert refused.status_code == 400
+    return refused.context["upload_token"]
+
+
+def test_kept_and_new_files_together_over_the_limit_are_refused_on_the_files_field_and_both_kept(
+    client, student, assignment, settings
+):
+    settings.LABQUEUE_UPLOAD_MAX_BYTES = 1000
+    client.force_login(student)
+    url = reverse("jobs:job-create", args=["cs101", "hello"])
+    token = _kept_from_a_refused_try(client, url, 600)
+
+    second = SimpleUploadedFile("second.txt", b"y" * 600)  # each under the limit, together over it
+    response = client.post(url, {**submit_form(), "upload_token": token, "uploads": [second]})
+
+    assert response.status_code == 400
+    assert response.context["form"].errors["uploads"] == [
+        "With the files kept from your last try, the files are over the size limit."
+    ]
+    kept = {path.name for path in (settings.MEDIA_ROOT / "pending" / response.context["upload_token"]).iterdir()}
+    assert kept == {"first.txt", "second.txt"}
+    assert not Job.objects.exists()
+
+
+def test_kept_and_new_files_together_exactly_at_the_limit_are_sent(client, student, assignment, settings):
+    settings.LABQUEUE_UPLOAD_MAX_BYTES = 1000
+    client.force_login(student)
+    url = reverse("jobs:job-create", args=["cs101", "hello"])
+    token = _kept_from_a_refused_try(client, url, 500)
+
+    second = SimpleUploadedFile("second.txt", b"y" * 500)
+    response = client.post(url, {**submit_form(), "upload_token": token, "uploads": [second]})
+
+    assert response.status_code == 302
+    staged = staging_dir(str(Job.objects.get().uuid))
+    assert {path.name: path.stat().st_size for path in staged.iterdir()} == {"first.txt": 500, "second.txt": 500}
+
+
+def test_kept_files_the_purge_removed_while_the_session_lives_do_not_stop_the_corrected_form(
+    client, student, assignment, settings
+):
+    from jobs.retention import kept_uploads_purge
+
+    client.force_login(student)
+    url = reverse("jobs:job-create", args=["cs101", "hello"])
+    token = _kept_from_a_refused_try(client, url, 10)
+    # The session was kept alive past SESSION_COOKIE_AGE since the files were kept: the purge takes them.
+    assert kept_uploads_purge(now=time.time() + settings.SESSION_COOKIE_AGE + 60).folders == 1
+
+    response = client.post(url, {**submit_form(), "upload_token": token})
+
+    assert response.status_code == 302
+    assert Job.objects.get().status == Status.QUEUED

@@ -1,7 +1,6 @@
 """What the deployment tests share: the service account's media root (tests/service_account.py) and an empty
 PostgreSQL database of a test's own."""
 
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -28,16 +27,8 @@ def empty_database() -> Iterator[str]:
 
 
 def _drop(server: str, name: str) -> None:
-    """Drop the test's database once the processes the test started have let go of it.
-
-    A plain DROP DATABASE: PostgreSQL itself stops an autovacuum worker analysing the freshly migrated tables,
-    whereas WITH (FORCE) refuses to terminate it unless the role may signal any backend (pg_signal_backend).
-    A connection of the test's own processes still closing is waited for, a few seconds at most."""
+    """A plain DROP DATABASE: PostgreSQL waits a few seconds for other sessions to end and stops an autovacuum
+    worker analysing the freshly migrated tables itself, whereas WITH (FORCE) refuses to terminate that worker
+    unless the role may signal any backend (pg_signal_backend)."""
     with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        for _ in range(50):
-            try:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-                return
-            except psycopg.errors.ObjectInUse:
-                time.sleep(0.1)
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -61,18 +62,40 @@ def federated_course(other_course, student, lab2):
 @pytest.fixture
 def lab_full(federated_course) -> Iterator[list[str]]:
     """lab's 8 GPUs taken by root's jobs (account root, -M lab); cancelled after the test, whatever happened."""
+    with _full("lab", ("gpu1", "gpu2")) as fillers:
+        yield fillers
+
+
+@contextmanager
+def _full(cluster: str, nodes: tuple[str, ...]) -> Iterator[list[str]]:
+    """Every GPU of the cluster's nodes taken by root's jobs (account root, -M <cluster>), running; the jobs
+    cancelled at the end, whatever happened."""
     fillers: list[str] = []
     try:
-        for node in ("gpu1", "gpu2"):
-            argv = ["-M", "lab", "--parsable", "-A", "root", "-t", "10", "--chdir=/tmp", "-o", "/dev/null", "-w", node]
+        for node in nodes:
+            argv = [
+                "-M",
+                cluster,
+                "--parsable",
+                "-A",
+                "root",
+                "-t",
+                "10",
+                "--chdir=/tmp",
+                "-o",
+                "/dev/null",
+                "-w",
+                node,
+            ]
             answer = tool("sbatch", *argv, "--gres=gpu:4", "--wrap", "sleep 600")
             assert answer.returncode == 0, answer.stderr
             fillers.append(answer.stdout.strip().split(";")[0])
-            wait_for(lambda filler=fillers[-1]: _running_on_lab(filler))
+        running = ["squeue", "-M", cluster, "-h", "-j", ",".join(fillers), "-o", "%T"]
+        wait_for(lambda: tool(*running).stdout.split() == ["RUNNING"] * len(nodes))
         yield fillers
     finally:
         if fillers:
-            tool("scancel", "-M", "lab", *fillers)
+            tool("scancel", "-M", cluster, *fillers)
 
 
 @pytest.fixture
@@ -87,10 +110,6 @@ def in_the_federation(federated_course) -> Iterator[None]:
             tool("scancel", *portal_ids)  # a federated job: on its origin, which cancels it where it runs
             tool("scancel", "-M", "lab,lab2", *portal_ids)
         labcluster("federation-off")
-
-
-def _running_on_lab(job_id: str) -> bool:
-    return tool("squeue", "-M", "lab", "-h", "-j", job_id, "-o", "%T").stdout.strip() == "RUNNING"
 
 
 def _submit_federated(client, student, seconds: int) -> Job:
@@ -177,23 +196,8 @@ def _filed_once_under_lab2(job: Job) -> None:
 @pytest.fixture
 def both_full(lab_full) -> Iterator[list[str]]:
     """lab2's 8 GPUs taken by root's jobs too (lab's by lab_full); cancelled after the test, whatever happened."""
-    fillers: list[str] = []
-    try:
-        for node in ("gpu3", "gpu4"):
-            argv = ["-M", "lab2", "--parsable", "-A", "root", "-t", "10", "--chdir=/tmp", "-o", "/dev/null", "-w", node]
-            answer = tool("sbatch", *argv, "--gres=gpu:4", "--wrap", "sleep 600")
-            assert answer.returncode == 0, answer.stderr
-            fillers.append(answer.stdout.strip().split(";")[0])
-        wait_for(
-            lambda: (
-                tool("squeue", "-M", "lab2", "-h", "-j", ",".join(fillers), "-o", "%T").stdout.split()
-                == ["RUNNING", "RUNNING"]
-            )
-        )
+    with _full("lab2", ("gpu3", "gpu4")) as fillers:
         yield fillers
-    finally:
-        if fillers:
-            tool("scancel", "-M", "lab2", *fillers)
 
 
 def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting_is_silent_waits_for_it(

@@ -94,21 +94,21 @@ def accounting_still_running(job_id: str):
             ["mariadb", "-N", "-B", "slurm_acct_db", "-e", statement], check=True, capture_output=True, text=True
         ).stdout
 
-    where = f"WHERE id_job = {int(job_id)}"
+    job = int(job_id)
+    where = f"WHERE id_job = {job}"
     state, end = sql(f"SELECT state, time_end FROM lab_job_table {where}").split()
-    # slurmdbd may still write the job's row once more just after sacct first shows its end (a late update from
-    # slurmctld): the row is set again until sacct reads it back as RUNNING.
-    deadline = time.monotonic() + 30
-    while True:
-        sql(f"UPDATE lab_job_table SET state = 1, time_end = 0 {where}")  # 1: JOB_RUNNING in slurmdbd's tables
-        record = slurm.accounting(job_ids=[job_id]).get(job_id)
-        if record is not None and record.state == "RUNNING":
-            break
-        assert time.monotonic() < deadline, "slurmdbd kept rewriting the job's row"
-        time.sleep(1)
+    # slurmdbd may write the job's row once more after sacct first shows its end (a late update from slurmctld):
+    # a trigger keeps the row RUNNING with no end whatever slurmdbd writes while the test runs.
+    sql(
+        "CREATE TRIGGER labqueue_test_still_running BEFORE UPDATE ON lab_job_table FOR EACH ROW "
+        f"SET NEW.state = IF(NEW.id_job = {job}, 1, NEW.state), "  # 1: JOB_RUNNING in slurmdbd's tables
+        f"NEW.time_end = IF(NEW.id_job = {job}, 0, NEW.time_end)"
+    )
     try:
+        sql(f"UPDATE lab_job_table SET state = 1, time_end = 0 {where}")
         yield
     finally:
+        sql("DROP TRIGGER labqueue_test_still_running")
         sql(f"UPDATE lab_job_table SET state = {int(state)}, time_end = {int(end)} {where}")
 
 

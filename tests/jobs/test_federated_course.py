@@ -60,8 +60,10 @@ def federated_course(other_course, student, lab2):
 
 
 @pytest.fixture
-def lab_full(federated_course) -> Iterator[list[str]]:
-    """lab's 8 GPUs taken by root's jobs (account root, -M lab); cancelled after the test, whatever happened."""
+def lab_full(in_the_federation) -> Iterator[list[str]]:
+    """lab's 8 GPUs taken by root's jobs (account root, -M lab); cancelled after the test, whatever happened. The
+    jobs are sent once the federation is on: Slurm 24.11 refuses to cancel a job sent before it (a cluster's own job
+    id is "Not a valid federated job" then)."""
     with _full("lab", ("gpu1", "gpu2")) as fillers:
         yield fillers
 
@@ -216,9 +218,10 @@ def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting
     job.refresh_from_db()
     assert (job.status, job.left_queue_at, job.ran_on) == (Status.PENDING, None, "")
 
-    tool("scancel", "-M", "lab2", *both_full)
+    freed = tool("scancel", "-M", "lab2", *both_full)
+    assert freed.returncode == 0 and not freed.stderr, freed.stderr
     wait_for(lambda: not {state for _, state, _ in rows_of(job.slurm_job_id)} - {"REVOKED"}, timeout=90)
-    settings.SLURM_BIN_DIR = str(_tools_with_silent_accounting(tmp_path))
+    own_tools, settings.SLURM_BIN_DIR = settings.SLURM_BIN_DIR, str(_tools_with_silent_accounting(tmp_path))
     with caplog.at_level(logging.WARNING, logger="jobs.dispatch"):
         jobs_sync()
     job.refresh_from_db()
@@ -227,7 +230,7 @@ def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting
     warnings = [message for message in caplog.messages if message.startswith(said)]
     assert warnings and warnings[0].endswith("Problem talking to the database: Connection refused"), caplog.messages
 
-    settings.SLURM_BIN_DIR = ""
+    settings.SLURM_BIN_DIR = own_tools
     job = wait_for_status(job, Status.COMPLETED)
     assert job.accounting["node_list"] in LAB2_NODES
 

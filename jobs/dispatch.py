@@ -333,7 +333,7 @@ def federation_rows(queues: dict[str, dict], members: list[str]) -> tuple[dict, 
 
 
 def _follow_slurm(
-    active: list[Job], check_runs: list, *, live: dict, cluster: str = "", ran_on: dict[str, str] | None = None
+    active: list[Job], check_runs: list, *, live: dict, cluster: str, ran_on: dict[str, str] | None = None
 ) -> None:
     """Follow the cluster's active jobs and checks in its squeue (`live`), then one sacct for those that left it.
     A job that runs records where (`ran_on`, else the cluster asked)."""
@@ -425,7 +425,6 @@ def _store_explanation(job: Job) -> None:
     explanation = explain(job)
     if explanation is not None:
         Job.objects.filter(pk=job.pk).update(explanation_key=explanation.key)
-        job.explanation_key = explanation.key
 
 
 def _this_process() -> str:

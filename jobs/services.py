@@ -61,14 +61,6 @@ def _retried_script(job: Job) -> tuple[AssignmentVersion | None, str]:
     return None, body
 
 
-def _dataset_offered(dataset: Dataset, *, version: AssignmentVersion | None, assignment: Assignment) -> bool:
-    """The job's version offered the data set and the assignment still does: a retry uses no data set its
-    version did not offer, nor one the instructor has withdrawn since (a withdrawal holds for every job)."""
-    if not assignment.datasets.filter(pk=dataset.pk).exists():
-        return False
-    return version is None or version.datasets.filter(pk=dataset.pk).exists()
-
-
 def job_submit(*, user, submission_key: str = "", **request) -> Job:
     """Record a job request and send it to the cluster once the transaction commits (`_job_create`).
 
@@ -215,7 +207,9 @@ def _job_script(
     else:
         version = assignment_version_current(assignment=assignment)
         body = version.script_template
-    if dataset is not None and not _dataset_offered(dataset, version=version, assignment=assignment):
+    # A retry keeps its attempt's data set, which that attempt's version offered (a version never changes), so only
+    # the assignment is asked: a data set the instructor has withdrawn since refuses a retry as it refuses a new job.
+    if dataset is not None and not assignment.datasets.filter(pk=dataset.pk).exists():
         raise ValidationError("That data set is not approved for this assignment.")
     script = render_script(
         body=body,

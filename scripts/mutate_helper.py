@@ -6,8 +6,7 @@ system Python without the virtualenv or the site module, so mutmut's trampolines
 inside one mutated copy of a module) never load. So each mutant is written here as a whole helper of its own,
 made with mutmut's own mutation operators (module-level constants such as the open flags included), and the
 tests that run the helper run once per mutant with LABQUEUE_TEST_JOBDIR_HELPER naming it: the test set-up
-installs that module, compiled, beside the launcher the sudoers rule names (tests/conftest.py,
-jobdir_helper_install). A mutant
+installs that module, compiled, beside the launcher the sudoers rule names (tests/helper_install.py). A mutant
 is killed when a test fails. Results go to .mutate-helper/mutants/scripts/labqueue-jobdir.py.meta in mutmut's
 format, and scripts/mutation_report.py reports them there like any module.
 
@@ -31,9 +30,10 @@ from pathlib import Path
 from mutmut.mutation.file_mutation import create_mutations
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.helper_install import jobdir_helper_install  # noqa: E402 (the checkout's tests package, put on the path)
+
 HELPER = REPO / "scripts" / "labqueue_jobdir.py"
-LAUNCHER = REPO / "scripts" / "labqueue-jobdir"
-INSTALLED = Path("/usr/local/libexec")
 WORK = REPO / ".mutate-helper"
 META = WORK / "mutants" / "scripts" / "labqueue-jobdir.py.meta"
 #: The tests that run the helper: through the worker, the doctor's probe, the purge, and the helper alone.
@@ -92,17 +92,6 @@ def mutant_run(name: str, source: str) -> tuple[int, str]:
     return (KILLED if done.returncode == 1 else SURVIVED), failed
 
 
-def helper_restore() -> None:
-    """Put the checkout's own helper back where the sudoers rule names it, compiled (as the test set-up does)."""
-    for source, mode in ((LAUNCHER, 0o755), (HELPER, 0o644)):
-        installed = INSTALLED / source.name
-        fresh = installed.with_name(f"{installed.name}.{os.getpid()}")
-        fresh.write_bytes(source.read_bytes())
-        fresh.chmod(mode)
-        fresh.replace(installed)
-    subprocess.run(["/usr/bin/python3", "-m", "py_compile", str(INSTALLED / HELPER.name)], check=True)
-
-
 def main(args: list[str]) -> int:
     code = HELPER.read_text()
     mutants = helper_mutants(code)
@@ -125,7 +114,7 @@ def main(args: list[str]) -> int:
             if failed:
                 print(f"    by {failed}", flush=True)
     finally:
-        helper_restore()
+        jobdir_helper_install()  # the checkout's own helper back
     return 0
 
 

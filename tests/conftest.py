@@ -9,7 +9,6 @@ scripting, policy plans) use no database (pytest-django refuses them one) and ge
 run without root and without the cluster.
 """
 
-import filecmp
 import grp
 import json
 import os
@@ -28,6 +27,7 @@ from django.urls import reverse
 from courses.models import Assignment, Course, Dataset, Role
 from jobs.dispatch import job_dispatch, jobs_sync
 from jobs.models import Job
+from tests.helper_install import jobdir_helper_install
 from tests.lab import TEST_SITE_CEILINGS, slurm_tool
 from tests.local_passwords import local_passwords_on  # noqa: F401 (a fixture for every test)
 from tests.smtp_server import smtp_server  # noqa: F401 (a fixture for every test: a real SMTP server)
@@ -101,34 +101,6 @@ def _uses_database(request: pytest.FixtureRequest) -> bool:
     return bool({"db", "transactional_db"} & set(request.fixturenames)) or bool(
         request.node.get_closest_marker("django_db")
     )
-
-
-JOBDIR_HELPER = "/usr/local/libexec/labqueue-jobdir"
-JOBDIR_MODULE = "/usr/local/libexec/labqueue_jobdir.py"
-
-
-def jobdir_helper_install() -> str:
-    """Put this checkout's job-directory helper (the launcher and its module, byte-compiled) where the sudoers
-    rule names it, if what is there differs (scripts/labcluster installed it; another checkout's test run on
-    this machine may have installed its own since). Each file is replaced at once: a helper starting meanwhile
-    reads the old file or the new one. Under the helper's mutation run (scripts/mutate_helper.py)
-    LABQUEUE_TEST_JOBDIR_HELPER names the mutant of the module to install."""
-    module = Path(os.environ.get("LABQUEUE_TEST_JOBDIR_HELPER") or REPO / "scripts" / "labqueue_jobdir.py")
-    _install_changed(REPO / "scripts" / "labqueue-jobdir", JOBDIR_HELPER, 0o755)
-    if _install_changed(module, JOBDIR_MODULE, 0o644) or not os.path.isdir(Path(JOBDIR_MODULE).parent / "__pycache__"):
-        # As an operator installs it (README): compiled by the Python the helper runs on.
-        subprocess.run(["/usr/bin/python3", "-m", "py_compile", JOBDIR_MODULE], check=True)
-    return JOBDIR_HELPER
-
-
-def _install_changed(source: Path, target: str, mode: int) -> bool:
-    if os.path.exists(target) and filecmp.cmp(source, target, shallow=False):
-        return False
-    fresh = f"{target}.{os.getpid()}"
-    shutil.copyfile(source, fresh)
-    os.chmod(fresh, mode)
-    os.replace(fresh, target)
-    return True
 
 
 @pytest.fixture

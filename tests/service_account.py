@@ -29,6 +29,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test import Client
 
+from tests.helper_install import jobdir_helper_install
 from tests.lab import TEST_SITE_CEILINGS
 
 SERVICE_ACCOUNT = "labqueue"
@@ -129,8 +130,6 @@ def manage_as_service_account(settings, *args: str, timeout: float = 120) -> sub
     The job-directory helper lives at the one path the sudoers rule names, shared by every checkout on this
     machine: a test run of an older checkout starting meanwhile puts back a helper without `remove` (which
     then removes nothing). Only then is the command run again, with this checkout's helper installed again."""
-    from tests.conftest import jobdir_helper_install
-
     for _ in range(3):
         jobdir_helper_install()
         done = subprocess.run(

@@ -93,6 +93,7 @@ def test_a_lab2_courses_lab_is_reserved_used_and_removed_on_lab2(client, student
     assert (job.cluster, job.reservation) == ("lab2", session.reservation_name)
     job = wait_for_status(job, Status.RUNNING)
     assert squeue_on_lab2(job.slurm_job_id, "%v|%N") == f"{session.reservation_name}|{session.reserved_nodes}"
+    assert job.ran_on == "lab2"
     job = wait_for_status(job, Status.COMPLETED)
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert re.search(rf" {session.reserved_nodes} as student1\b", page)  # the job's output: it ran on the lab's node
@@ -136,9 +137,8 @@ def fill_on_lab2(node: str) -> str:
     return done.stdout.strip().split(";")[0]
 
 
-def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_and_runs(
-    client, student, course_on_lab2, settings, cleanup
-):
+def waiting_in_a_full_lab2_lab(client, student, course_on_lab2, settings, cleanup) -> tuple[LabSession, Job]:
+    """A lab on lab2's gpu3, which a research job fills, and a student's job waiting in the lab's reservation."""
     settings.LABQUEUE_RESERVABLE_NODES_BY_CLUSTER = {"lab2": ["gpu3"]}
     fill = fill_on_lab2("gpu3")
     cleanup.append(fill)
@@ -152,6 +152,13 @@ def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_a
     assert client.post(reverse("jobs:job-create", args=["cs102", "hello"]), form).status_code == 302
     job = dispatch(Job.objects.get())
     assert squeue_on_lab2(job.slurm_job_id, "%T|%v") == f"PENDING|{session.reservation_name}", "gpu3 is full"
+    return session, job
+
+
+def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_and_runs(
+    client, student, course_on_lab2, settings, cleanup
+):
+    session, job = waiting_in_a_full_lab2_lab(client, student, course_on_lab2, settings, cleanup)
 
     # The lab's end comes, for the portal and for lab2: lab2 ends the reservation itself.
     end(session)
@@ -174,6 +181,25 @@ def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_a
         job.refresh_from_db()
         time.sleep(0.5)
     assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"
+
+
+def test_a_job_waiting_in_a_lab2_lab_the_portal_ends_first_leaves_the_reservation_on_lab2_which_is_then_removed(
+    client, student, course_on_lab2, settings, cleanup
+):
+    """The portal ends the lab while lab2's reservation still stands: the waiting job is moved out of it on lab2
+    (`scontrol -M lab2`), so the reservation can be removed there and the job is not held: it runs on gpu4 with no
+    further lab tick."""
+    session, job = waiting_in_a_full_lab2_lab(client, student, course_on_lab2, settings, cleanup)
+
+    end(session)
+    labs_tick()
+
+    job.refresh_from_db()
+    assert job.reservation == "" and squeue_on_lab2(job.slurm_job_id, "%v") in ("", "(null)")
+    session.refresh_from_db()
+    assert session.state == State.ENDED and not session.reservation_active
+    assert f"ReservationName={session.reservation_name} " not in on_lab2(session.reservation_name)
+    assert wait_for_status(job, Status.COMPLETED, timeout=60).accounting["node_list"] == "gpu4"
 
 
 def test_a_lab_reserved_on_lab2_is_removed_from_lab2_after_its_course_moved_to_lab(client, student, course_on_lab2):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 import slurm
 from jobs import dispatch
@@ -68,11 +69,13 @@ def test_a_job_that_finishes_while_accounting_is_down_is_neither_running_nor_don
     assert "waiting for the cluster&#x27;s accounting to confirm how it ended" in page
 
     monkeypatch.delenv("SLURM_CONF")
+    answered_from = timezone.now()
     dispatch.jobs_sync()
     usage_caught_up(job)
 
     job.refresh_from_db()
     assert job.status == Status.COMPLETED and job.exit_code == 0
+    assert job.checked_at >= answered_from, "checked: Slurm's accounting said how it ended"
     assert UsageRecord.objects.filter(slurm_job_id=job.slurm_job_id).count() == 1
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "Your job finished successfully." in page

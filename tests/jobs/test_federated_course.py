@@ -23,7 +23,7 @@ from courses.models import Course, LabSession
 from courses.services import lab_session_schedule
 from jobs.dispatch import job_scancel, jobs_sync
 from jobs.models import Job, Status
-from slurm import runner
+from slurm import SlurmUnavailable, runner
 from tests.conftest import dispatch, submitted, wait_for_status
 from tests.lab import lab_slurm_conf, labcluster, slurm_tool
 from tests.slurm.helpers import wait_for
@@ -205,10 +205,11 @@ def both_full(lab_full) -> Iterator[list[str]]:
 def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting_is_silent_waits_for_it(
     client, student, both_full, in_the_federation, settings, tmp_path, caplog
 ):
-    """Both members full: the job waits in both queues and the portal follows it as waiting, not as gone. Then,
-    lab2 freed, it runs there and ends while the federation's accounting does not answer (sacct with a
-    configuration whose slurmdbd port nobody listens on; squeue answers): it is not taken for finished, the
-    operator's log says why, and the next cycle with accounting back records how it ended."""
+    """Both members full: the job waits in both queues and the portal follows it as waiting, not as gone. With
+    slurmdbd down no member's queue can be read (`squeue -M` finds controllers through it): the job stays as it
+    was and the operator's log names both members. Then, lab2 freed, it runs there and ends while the
+    federation's accounting does not answer (only sacct cut off from slurmdbd; squeue answers): it is not taken
+    for finished, the operator's log says why, and the next cycle with accounting back records how it ended."""
     job = dispatch(_submit_federated(client, student, seconds=1))
     assert {(cluster, state) for cluster, state, _ in rows_of(job.slurm_job_id)} == {
         ("lab", "PENDING"),
@@ -217,11 +218,17 @@ def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting
     jobs_sync()
     job.refresh_from_db()
     assert (job.status, job.left_queue_at, job.ran_on) == (Status.PENDING, None, "")
+    own_tools, settings.SLURM_BIN_DIR = settings.SLURM_BIN_DIR, str(_tools_without_slurmdbd(tmp_path / "a", "squeue"))
+    with caplog.at_level(logging.WARNING, logger="jobs.dispatch"), pytest.raises(SlurmUnavailable):
+        jobs_sync()  # slurmdbd down: no member's controller can be found
+    assert "Federated jobs wait for the next cycle: lab, lab2 did not answer." in caplog.messages
+    job.refresh_from_db()
+    assert (job.status, job.left_queue_at) == (Status.PENDING, None)
 
     freed = tool("scancel", "-M", "lab2", *both_full)
     assert freed.returncode == 0 and not freed.stderr, freed.stderr
     wait_for(lambda: not {state for _, state, _ in rows_of(job.slurm_job_id)} - {"REVOKED"}, timeout=90)
-    own_tools, settings.SLURM_BIN_DIR = settings.SLURM_BIN_DIR, str(_tools_with_silent_accounting(tmp_path))
+    settings.SLURM_BIN_DIR = str(_tools_without_slurmdbd(tmp_path / "b", "sacct"))
     with caplog.at_level(logging.WARNING, logger="jobs.dispatch"):
         jobs_sync()
     job.refresh_from_db()
@@ -235,19 +242,22 @@ def test_a_federated_job_waiting_on_both_clusters_waits_and_one_whose_accounting
     assert job.accounting["node_list"] in LAB2_NODES
 
 
-def _tools_with_silent_accounting(folder: Path) -> Path:
-    """A Slurm tools folder: the lab's own squeue, scontrol, sbatch and scancel, and an sacct that runs the real one
-    with a copy of slurm.conf whose AccountingStoragePort nobody listens on (slurmdbd unreachable)."""
+def _tools_without_slurmdbd(folder: Path, *cut_off: str) -> Path:
+    """A Slurm tools folder: the lab's own squeue, scontrol, sbatch, scancel and sacct, except that the tools named
+    in `cut_off` run the real ones with a copy of slurm.conf whose AccountingStoragePort nobody listens on: as when
+    slurmdbd is down, sacct cannot read records and `squeue -M <cluster>` cannot find the cluster's controller."""
     tools, etc = folder / "bin", folder / "etc"
-    tools.mkdir()
+    tools.mkdir(parents=True)
     etc.mkdir()
     conf = lab_slurm_conf().read_text()
     (etc / "slurm.conf").write_text(re.sub(r"(?m)^AccountingStoragePort=.*$", "AccountingStoragePort=9", conf))
-    for name in ("squeue", "scontrol", "sbatch", "scancel"):
-        (tools / name).symlink_to(shutil.which(slurm_tool(name)))
-    sacct = tools / "sacct"
-    sacct.write_text(f'#!/bin/sh\nSLURM_CONF={etc / "slurm.conf"} exec {shutil.which(slurm_tool("sacct"))} "$@"\n')
-    sacct.chmod(0o755)
+    for name in ("squeue", "scontrol", "sbatch", "scancel", "sacct"):
+        real = shutil.which(slurm_tool(name))
+        if name in cut_off:
+            (tools / name).write_text(f'#!/bin/sh\nSLURM_CONF={etc / "slurm.conf"} exec {real} "$@"\n')
+            (tools / name).chmod(0o755)
+        else:
+            (tools / name).symlink_to(real)
     return tools
 
 

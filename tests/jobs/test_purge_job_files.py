@@ -22,7 +22,8 @@ from jobs.models import Job, Status
 from jobs.staging import staging_dir
 from reports.models import UsageRecord
 from tests.behaviour_helpers import job_that_ran
-from tests.conftest import dispatch, jobdir_helper_install, submit_form, wait_for_status
+from tests.conftest import dispatch, submit_form, wait_for_status
+from tests.helper_install import jobdir_helper_install
 from tests.service_account import as_service_account, manage_as_service_account, manage_in_process, service_media  # noqa: F401
 
 pytestmark = [pytest.mark.slurm, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("service_media")]

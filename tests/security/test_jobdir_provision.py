@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from jobs.models import Status
-from tests.conftest import JOBDIR_HELPER, dispatch, jobdir_helper_install, submitted
+from tests.conftest import dispatch, submitted
+from tests.helper_install import JOBDIR_HELPER, jobdir_helper_install
 from tests.service_account import dispatch_as_service_account, service_media  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db  # for this test's own job root (tests/conftest.py)

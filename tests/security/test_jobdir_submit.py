@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import JOBDIR_HELPER, jobdir_helper_install
+from tests.helper_install import JOBDIR_HELPER, jobdir_helper_install
 
 pytestmark = pytest.mark.django_db  # for this test's own job root (tests/conftest.py)
 

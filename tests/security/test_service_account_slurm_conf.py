@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import JOBDIR_HELPER, jobdir_helper_install
+from tests.helper_install import JOBDIR_HELPER, jobdir_helper_install
 from tests.lab import lab_slurm_conf
 
 pytestmark = pytest.mark.django_db  # for this test's own job root (tests/conftest.py)

@@ -150,7 +150,7 @@ def _outside_the_portal(*, course: Course, window: ReportRange) -> list[Differen
         usage_records_in_range(window=window, accounts=[course.slurm_account])
         .exclude(job__assignment__course=course)
         .select_related("job__assignment__course")
-        .order_by("submitted_at", "slurm_job_id")
+        .order_by("submitted_at", "slurm_job_id", "cluster")
     )
 
     def make(record: UsageRecord) -> Difference:
@@ -167,7 +167,7 @@ def _unknown_to_slurm(*, portal_jobs: QuerySet) -> list[Difference | None]:
     has_record = UsageRecord.objects.filter(
         _where_sent(OuterRef("on_cluster")), job=OuterRef("pk"), slurm_job_id=OuterRef("slurm_job_id")
     )
-    jobs = portal_jobs.filter(~Exists(has_record)).order_by("submitted_at")
+    jobs = portal_jobs.filter(~Exists(has_record)).order_by("submitted_at", "pk")
 
     def make(job: Job) -> Difference:
         cause = f"The portal sent it to Slurm as job {job.slurm_job_id}, but Slurm's accounting has no record of it."
@@ -192,7 +192,7 @@ def _disagreements(*, course: Course, window: ReportRange) -> list[Difference | 
             | (Q(job__elapsed_seconds__isnull=False) & ~Q(elapsed_seconds=F("job__elapsed_seconds")))
         )
         .select_related("job")
-        .order_by("submitted_at", "slurm_job_id")
+        .order_by("submitted_at", "slurm_job_id", "cluster")
     )
     return _shown(
         records,

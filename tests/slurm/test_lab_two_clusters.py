@@ -189,3 +189,28 @@ def test_in_the_federation_a_job_that_cannot_start_on_lab_starts_on_lab2(
         cancelled = tool("scancel", job_id, user=STUDENT)
     assert cancelled.returncode == 0, cancelled.stderr
     wait_for(lambda: not running_on("lab2", job_id))
+
+
+def federation_of_lab() -> str:
+    """The federation slurmdbd lists lab in ("" when none)."""
+    return tool("sacctmgr", "-n", "-P", "show", "cluster", "lab", "format=federation").stdout.strip()
+
+
+def test_up_takes_lab_out_of_a_federation_left_on_while_lab2_is_not_running(
+    lab2: None, submitted: list[tuple[str, str]]
+) -> None:
+    # A run stopped half-way leaves the federation on; with lab2's controller gone, lab's new jobs would wait on it
+    labcluster("federation-on")
+    labcluster("lab2-ctld", "stop")
+    try:
+        labcluster("up")
+        left_in = federation_of_lab()
+        job_id, _ = submit(submitted, "--gres=gpu:1", "--wrap", "sleep 300", cluster="lab")
+        nodes = wait_for(lambda: running_on("lab", job_id))
+    finally:
+        labcluster("lab2-ctld", "start")
+        labcluster("federation-off")
+
+    assert left_in == ""
+    assert int(job_id) < FEDERATED_ID_BASE  # lab's own job ids again
+    assert nodes in {"gpu1", "gpu2"}

@@ -33,7 +33,7 @@ from jobs.forms import ResubmitForm, RetryForm, SubmissionForm, submission_key
 from jobs.gradebook import CSV_HEADER, gradebook_rows
 from jobs.models import Job
 from jobs.resubmit_views import staged_files
-from jobs.selectors import job_get_for_user, job_list, job_list_for_course
+from jobs.selectors import LIST_FIELDS, job_get_for_user, job_list, job_list_for_course
 from jobs.services import job_cancel, job_enrollment_check, job_resubmit, job_retry, job_submit
 from jobs.uploads import uploads_merged
 from portal.spreadsheet import spreadsheet_safe
@@ -177,6 +177,16 @@ class JobPage(Schema):
     next_cursor: str | None
 
 
+#: What _job reads: the pages' list columns (jobs.selectors.LIST_FIELDS) and the rest, loaded with the rows of a
+#: list instead of one query per row and field.
+JOB_OUT_FIELDS = (
+    *LIST_FIELDS,
+    *("gpus", "cpus", "mem_mb", "minutes", "submitted_at", "started_at", "ended_at", "exit_code"),
+    "left_queue_at",  # the status label's two
+    "message",
+)
+
+
 def _job(job: Job) -> dict:
     return {
         "uuid": job.uuid,
@@ -218,7 +228,7 @@ def jobs(request: HttpRequest, query: Query[JobListQuery]):
         rows = job_list(user=caller.user)
         if caller.token is not None and caller.token.course is not None:
             rows = rows.filter(assignment__course=caller.token.course)
-    listed, cursor = page(rows, cursor=query.cursor, limit=_limit(query))
+    listed, cursor = page(rows.only(*JOB_OUT_FIELDS), cursor=query.cursor, limit=_limit(query))
     return {"items": [_job(job) for job in listed], "next_cursor": cursor}
 
 

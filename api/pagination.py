@@ -3,7 +3,7 @@ last row given (so rows added meanwhile neither repeat nor shift a page)."""
 
 import base64
 import binascii
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Q, QuerySet
 from ninja.errors import HttpError
@@ -22,8 +22,9 @@ def _decode(cursor: str) -> tuple[datetime, int]:
         when = datetime.fromisoformat(at)
         if when.tzinfo is None:
             raise ValueError(at)
-        return when, int(pk)
-    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
+        # In UTC: Python takes offsets up to 23:59, PostgreSQL only up to 15:59 (a crafted cursor's would fail)
+        return when.astimezone(UTC), int(pk)
+    except (binascii.Error, UnicodeDecodeError, ValueError, OverflowError) as error:
         raise HttpError(400, "This cursor is not one the API gave out. Start again without ?cursor=.") from error
 
 

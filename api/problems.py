@@ -4,7 +4,7 @@ plain messages the pages show (web side: the API's exception handlers, api.endpo
 import json
 import logging
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Schema
 from ninja.errors import AuthenticationError, HttpError
@@ -25,6 +25,7 @@ TITLES = {
     405: "Method not allowed",
     409: "Not possible now",
     410: "Gone",
+    413: "Too large",
     422: "Refused",
     429: "Too many requests",
     500: "Server error",
@@ -107,6 +108,13 @@ def _rate_limited(request: HttpRequest, error: RateLimited) -> HttpResponse:
     return problem(429, str(error), headers={"Retry-After": str(error.retry_after)})
 
 
+def _suspicious(request: HttpRequest, error: SuspiciousOperation) -> HttpResponse:
+    """What Django's pages answer with 400: a body over the size limit (413 here), too many fields, a bad host."""
+    if isinstance(error, RequestDataTooBig):
+        return problem(413, "The request is larger than the portal accepts. Send less at once.")
+    return problem(400, "The portal cannot read this request (too many fields, or a malformed one).")
+
+
 def _unexpected(request: HttpRequest, error: Exception) -> HttpResponse:
     logger.exception("api: unexpected error on %s %s", request.method, request.path)
     return problem(500, "Something went wrong on the portal's side. Try again; if it goes on, tell the staff.")
@@ -123,6 +131,7 @@ HANDLERS = (
     (HttpError, _http_error),
     (SchemaError, _bad_input),
     (RateLimited, _rate_limited),
+    (SuspiciousOperation, _suspicious),
 )
 
 

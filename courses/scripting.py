@@ -227,6 +227,8 @@ def _short_text(spec: dict, raw: object) -> str:
         raise ValidationError(f"Use at most {MAX_STRING_LENGTH} characters.")
     if not _is_safe_text(value):
         raise ValidationError("Line breaks and other control characters are not allowed.")
+    if any("\ud800" <= ch <= "\udfff" for ch in value):  # a script's JSON can hold one; UTF-8 cannot
+        raise ValidationError("The text holds a character that is not valid Unicode (half of a surrogate pair).")
     if spec.get("pattern") and not _matches(spec["pattern"], value):
         raise ValidationError(f"The value must match the pattern {spec['pattern']}.")
     return value

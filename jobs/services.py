@@ -7,6 +7,7 @@ done by jobs.dispatch in the worker. Status changes go through jobs.lifecycle.jo
 import shutil
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
@@ -165,6 +166,10 @@ def _request_allowed(
     problems = resource_problems(course=limits, resources=resources)
     if problems:
         raise ValidationError(list(problems.values()))
+    # A student's requests one after the other from here to the commit: two at once would both count the jobs
+    # before either is saved, and pass the attempt cap, the job cap or the GPU-hour budget together. (FOR NO KEY
+    # UPDATE: rows that refer to the student, such as the other request's job, do not wait on it.)
+    get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
     standing = student_standing(user=user, course=course, assignment=assignment)
     live, used = standing["live"], standing["attempts"]
     refusals = submission_problems(

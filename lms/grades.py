@@ -33,12 +33,17 @@ LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 CANVAS_SUBMISSION = "https://canvas.instructure.com/lti/submission"
 LATE_COMMENT = "Late: the attempt whose score counts was handed in after the due date."
 DEFAULT_MAXIMUM = Decimal(100)
+#: An LMS course's filter: its deployment and registration not switched off by an operator
+ACTIVE = {"deployment__is_active": True, "deployment__registration__is_active": True}
 
 
 def score_contexts(*, assignment: Assignment) -> list[LtiContext]:
-    """The LMS courses linked to the assignment's course that take scores from the tool."""
-    linked = LtiContext.objects.filter(course_link__course=assignment.course_id, can_publish_scores=True)
-    return list(linked.exclude(lineitems_url=""))
+    """The LMS courses linked to the assignment's course that take scores from the tool (of deployments and
+    registrations not switched off)."""
+    linked = LtiContext.objects.filter(
+        course_link__course=assignment.course_id, can_publish_scores=True, **ACTIVE
+    ).exclude(lineitems_url="")
+    return list(linked)
 
 
 @transaction.atomic
@@ -51,9 +56,11 @@ def score_post(*, user, assignment: Assignment, context: LtiContext) -> ScorePos
     score, maximum = Decimal(row.best), Decimal(row.best_max)
     if post.status == ScoreStatus.SENT and (post.score, post.max_score) == (score, maximum):
         return post
-    sub = LtiUser.objects.filter(registration=context.deployment.registration, auth_user=user).values_list(
-        "sub", flat=True
-    )
+    # Only a member of that LMS course (from their launches there): a course linked to two sections posts each
+    # student's score to their own section's gradebook, never to the other's.
+    sub = LtiUser.objects.filter(
+        registration=context.deployment.registration, auth_user=user, contexts=context
+    ).values_list("sub", flat=True)
     if not sub:
         return _record(post, ScoreStatus.NOT_SENT, "The student has not opened LabQueue from this LMS course yet.")
     try:

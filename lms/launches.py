@@ -17,7 +17,7 @@ from lti_tool.lti_core.utils import normalize_role
 from lti_tool.models import Key, LtiLaunch
 from lti_tool.utils import DjangoToolConfig, sync_data_from_launch
 from pylti1p3.contrib.django import DjangoCacheDataStorage, DjangoMessageLaunch, DjangoOIDCLogin
-from pylti1p3.exception import LtiException, OIDCException
+from pylti1p3.exception import LtiException, LtiMessageValidationException, OIDCException
 
 from courses.models import Role
 
@@ -60,18 +60,70 @@ def login_redirect(request: HttpRequest, registration_uuid) -> HttpResponse:
         raise LaunchRefused(503, NO_KEY) from None
 
 
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim"
+DEEP_LINKING_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
+#: The longest id django-lti stores (its users' sub, contexts' and deployments' ids)
+LONGEST_ID = 255
+COOKIE_MISSING = "Your browser did not send back LabQueue's launch cookie."
+
+
 class _Launch(DjangoMessageLaunch):
     def validate_state(self):
         try:
             return super().validate_state()
         except LtiException:
-            raise LaunchRefused(400, "Your browser did not send back LabQueue's launch cookie.", True) from None
+            raise LaunchRefused(400, COOKIE_MISSING, True) from None
+
+    def validate_jwt_format(self):
+        """pylti1p3 reads the nonce, issuer, audience and deployment before the signature and takes their types on
+        trust: a token of another shape (anyone can send one) is refused here, as one signed with odd claims is."""
+        super().validate_jwt_format()
+        problem = claims_problem(self._jwt["header"], self._jwt["body"])
+        if problem:
+            raise LtiMessageValidationException(problem)
+        return self
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= LONGEST_ID
+
+
+def claims_problem(header, body) -> str:
+    """Why an id_token's header and body are not a launch LabQueue can read ("" when they are)."""
+    if not isinstance(header, dict) or not isinstance(body, dict):
+        return "Invalid JWT format: the header and body must be JSON objects."
+    audience = body.get("aud")
+    audiences = audience if isinstance(audience, list) else [audience]
+    if not (isinstance(body.get("nonce"), str) and body["nonce"] and isinstance(body.get("iss"), str)):
+        return "Invalid JWT format: the nonce and issuer must be text."
+    if not audiences or not all(isinstance(one, str) for one in audiences):
+        return "Invalid JWT format: the audience must be a client id."
+    if not _is_id(body.get("sub", "-")) or not _is_id(body.get(f"{CLAIM}/deployment_id", "-")):
+        return f"Invalid JWT format: the user and the deployment must be ids of at most {LONGEST_ID} characters."
+    roles = body.get(f"{CLAIM}/roles", [])
+    if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
+        return "Invalid JWT format: the roles must be a list of texts."
+    context = body.get(f"{CLAIM}/context")
+    if not isinstance(context, dict) or not _is_id(context.get("id")):
+        return "No course context: LabQueue opens from a course of the LMS, and this launch names none."
+    if body.get(f"{CLAIM}/message_type") == "LtiDeepLinkingRequest":
+        settings = body.get(DEEP_LINKING_SETTINGS)
+        if not isinstance(settings, dict) or not _is_address(settings.get("deep_link_return_url")):
+            return "Invalid JWT format: the deep-linking settings must name the address to return to."
+    return ""
+
+
+def _is_address(value) -> bool:
+    return isinstance(value, str) and value.startswith(("https://", "http://"))
 
 
 def launch_validate(request: HttpRequest) -> LtiLaunch:
     """The verified launch of this request, its nonce used up, its deployment active; or LaunchRefused."""
     tool_config = DjangoToolConfig()
-    message_launch = _Launch(request, tool_config, launch_data_storage=storage())
+    try:
+        message_launch = _Launch(request, tool_config, launch_data_storage=storage())
+    except LtiException:  # pylti1p3's own session cookie, missing over HTTPS (a browser blocking it)
+        raise LaunchRefused(400, COOKIE_MISSING, True) from None
     try:
         message_launch.validate()
     except LtiException as error:
@@ -96,6 +148,7 @@ def _plain(library_message: str) -> str:
         "Invalid Nonce": "LabQueue did not start this launch",
         "Unable to find public key": "it is signed with a key the LMS does not publish",
         "Error while fetching": "LabQueue could not fetch the LMS's public keys; try again in a few minutes",
+        "No course context": "LabQueue opens from a course of the LMS, and this launch names none",
     }
     why = next((words for marker, words in known.items() if marker in library_message), "it is not valid")
     return f"The launch could not be verified: {why}."

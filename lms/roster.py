@@ -48,7 +48,10 @@ class MemberLeftOut:
 
 
 def members_fetch(context: LtiContext) -> list[dict]:
-    """The context's members, from the LMS (a client-credentials token, then the NRPS pages)."""
+    """The context's members, from the LMS (a client-credentials token, then the NRPS pages); none are asked for
+    from a deployment or registration an operator switched off."""
+    if not (context.deployment.is_active and context.deployment.registration.is_active):
+        raise LmsUnavailable("This LMS is switched off in LabQueue: an operator switches it on again to use it.")
     link = context.resource_links.order_by("-datetime_modified").first()
     try:
         service = NamesRolesProvisioningService(

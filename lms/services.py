@@ -63,6 +63,8 @@ def course_link_create(*, context: LtiContext, course: Course, actor) -> CourseL
     """Link an LMS course to a LabQueue course the actor teaches; an LMS course is linked once."""
     if not Enrollment.objects.filter(user=actor, course=course, role=Role.INSTRUCTOR).exists():
         raise PermissionDenied("Only an instructor of the LabQueue course can link it.")
+    if not context.id_on_platform:  # an LMS-wide place, not a course: it would stand for everyone of the LMS
+        raise ValidationError("Open LabQueue from a course of the LMS to link it; this launch named no course.")
     if CourseLink.objects.filter(context=context).exists():
         raise ValidationError("This LMS course is already linked to a LabQueue course.")
     link = CourseLink.objects.create(context=context, course=course, linked_by=actor)

@@ -43,7 +43,7 @@ def roster_sync_scheduled() -> None:
 def line_items_create(context_id: int | None = None) -> None:
     """The line items of the assignments with a check, in one linked LMS course (when it is linked) or, from
     beat, in each; an LMS that fails is tried again at the next run."""
-    contexts = LtiContext.objects.filter(course_link__isnull=False, can_manage_lineitems=True)
+    contexts = LtiContext.objects.filter(course_link__isnull=False, can_manage_lineitems=True, **grades.ACTIVE)
     if context_id is not None:
         contexts = contexts.filter(pk=context_id)
     for context in contexts.select_related("deployment__registration"):

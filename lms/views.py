@@ -34,7 +34,6 @@ SESSION_LINK = "lms_link_context"
 SESSION_DEEP_LINK = "lms_deep_link_launch"
 ASSIGNMENT_CLAIM = "labqueue_assignment"
 CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
-DEEP_LINKING_SETTINGS = "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings"
 SIGN_IN_BACKEND = "allauth.account.auth_backends.AuthenticationBackend"  # as a campus (SSO) sign-in
 
 
@@ -135,7 +134,7 @@ def deep_link(request: HttpRequest) -> HttpResponse:
             .set_title(chosen.title)
             .set_custom_params({ASSIGNMENT_CLAIM: str(chosen.uuid)})
         )
-        settings_claim = message_launch.get_launch_data()[DEEP_LINKING_SETTINGS]
+        settings_claim = message_launch.get_launch_data()[launches.DEEP_LINKING_SETTINGS]
         request.session.pop(SESSION_DEEP_LINK, None)
         context = {
             "jwt": message_launch.get_deep_link().get_response_jwt([resource]),

@@ -19,11 +19,11 @@ PAGE = "/courses/cs101/assignments/hello/"
 #: their GPU-hours (finished and running jobs) against the course's budget.
 PAGE_STATEMENTS = 10
 #: The submission: session, user, course, role, assignment and its data sets, the submission key; then in
-#: one transaction (a savepoint) the role again, ceilings, the student's live jobs, attempts and finished
-#: GPU-seconds (one aggregate), the GPU-seconds of their running jobs (the course has a budget), the
-#: assignment's script, starter files and data sets against the latest version's digest, the job and its
-#: first history row.
-SUBMIT_STATEMENTS = 19
+#: one transaction (a savepoint) the role again, ceilings, the student's row locked (their requests one after
+#: the other), their live jobs, attempts and finished GPU-seconds (one aggregate), the GPU-seconds of their
+#: running jobs (the course has a budget), the assignment's script, starter files and data sets against the
+#: latest version's digest, the job and its first history row.
+SUBMIT_STATEMENTS = 20
 
 
 def click(client) -> tuple[int, int]:

@@ -108,6 +108,10 @@ def _document(text: str) -> tuple[dict, dict[str, int]]:
         raise ValidationError(f"{where}this is not valid YAML ({error.problem or error.context}).")
     except (yaml.YAMLError, RecursionError):
         raise ValidationError("This is not a YAML file LabQueue can read (one document, nested at most a few levels).")
+    try:
+        json.dumps(document, ensure_ascii=False, default=str).encode()
+    except UnicodeEncodeError:
+        raise ValidationError("The file holds a \\u escape of half a surrogate pair, which is not a character.")
     if not isinstance(document, dict):
         raise ValidationError("The file must be a mapping of keys (title, slug, script_template, ...).")
     lines = {key.value: key.start_mark.line + 1 for key, _ in node.value if isinstance(key, yaml.ScalarNode)}
@@ -131,6 +135,7 @@ def assignment_import_plan(*, course: Course, text: str) -> ImportPlan:
         return plan
     data = _form_data(document)
     plan.existing = course.assignments.filter(slug=data["slug"]).first()
+    data.update(_kept(plan.existing))
     plan.form = AssignmentForm(data, course=course, instance=plan.existing or Assignment(course=course))
     if not plan.form.is_valid():
         plan.errors += _form_errors(plan.form, document, lines)
@@ -167,6 +172,17 @@ def _form_data(document: dict) -> dict[str, str]:
     data.update({key: _form_value(value) for key, value in document["resources"].items()})
     data.update({key: _form_value(document.get(key)) for key in SETTINGS})
     return data
+
+
+def _kept(existing: Assignment | None) -> dict[str, str]:
+    """What the file does not hold, as the existing assignment has it (its dates and check)."""
+    if existing is None:
+        return {}
+    kept = {"check_script": existing.check_script}
+    for name in ("opens_at", "due_at"):
+        moment = getattr(existing, name)
+        kept[name] = moment.isoformat() if moment else ""
+    return kept
 
 
 def _form_errors(form: AssignmentForm, document: dict, lines: dict[str, int]) -> list[str]:

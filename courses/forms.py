@@ -357,7 +357,7 @@ class LabSeriesForm(forms.Form):
 
     weekday = forms.TypedChoiceField(choices=WEEKDAYS, coerce=int)
     start_time = forms.TimeField(label="Starts at", widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"))
-    minutes = forms.IntegerField(label="Length (minutes)", min_value=1, initial=110)
+    minutes = forms.IntegerField(label="Length (minutes)", min_value=1, max_value=24 * 60, initial=110)
     first_date = forms.DateField(label="From", widget=forms.DateInput(attrs={"type": "date"}))
     last_date = forms.DateField(label="To", widget=forms.DateInput(attrs={"type": "date"}))
     skip = forms.CharField(
@@ -386,6 +386,10 @@ class LabSeriesForm(forms.Form):
         first, last = data.get("first_date"), data.get("last_date")
         if first and last and last < first:
             self.add_error("last_date", "The last date must come on or after the first.")
+        if first and last and (last - first).days > settings.LABQUEUE_LAB_MAX_DAYS_AHEAD:
+            self.add_error("last_date", f"A weekly lab spans at most {settings.LABQUEUE_LAB_MAX_DAYS_AHEAD} days.")
+        if first and first > date.max - timedelta(days=7):
+            self.add_error("first_date", "This date is too far ahead.")
         if settings.LABQUEUE_RESERVATION_STRATEGY == "gpus" and not data.get("gpus"):
             self.add_error("gpus", "Give the number of GPUs to reserve.")
         return data

@@ -6,6 +6,7 @@ script's structure, and template bodies may not carry `#SBATCH` lines of their o
 """
 
 import difflib
+import json
 import math
 import re
 import shlex
@@ -86,6 +87,10 @@ def validate_schema(schema: object) -> list[dict]:
     """Check a parameter schema (a list of parameter definitions) and return it normalised."""
     if not isinstance(schema, list):
         raise ValidationError("Parameters must be a list of parameter definitions.")
+    try:
+        json.dumps(schema, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, TypeError, ValueError):
+        raise ValidationError("The parameters hold a character that is not valid Unicode (half of a surrogate pair).")
     if len(schema) > MAX_PARAMETERS:
         raise ValidationError(f"An assignment can have at most {MAX_PARAMETERS} parameters.")
     seen: set[str] = set()

@@ -85,6 +85,7 @@ def job_submit(*, user, submission_key: str = "", **request) -> Job:
 def _job_create(
     *,
     user,
+    submission_key: str,
     assignment: Assignment,
     values: dict,
     resources: Resources,
@@ -93,7 +94,6 @@ def _job_create(
     retry_of: Job | None = None,
     resubmit_of: Job | None = None,
     actor=None,
-    submission_key: str = "",
 ) -> Job:
     """`actor` is who pressed the button when it is not the student (a TA retrying for them).
     `resubmit_of` is the attempt an edited resubmission came from (it runs the current script)."""

@@ -205,6 +205,27 @@ def test_the_policy_page_answers_only_get_and_post(client, instructor):
     assert client.put(policy_url()).status_code == 405
 
 
+def test_a_request_is_refused_once_the_time_so_far_of_the_students_running_jobs_spends_the_budget(
+    client, student, classmate, assignment, course
+):
+    course.gpu_hours_per_student = 2
+    course.save()
+    past_job(student, assignment, gpus=1, hours=0.5)
+    running = past_job(student, assignment, gpus=1, hours=0, status=Status.RUNNING)
+    Job.objects.filter(pk=running.pk).update(elapsed_seconds=None, started_at=timezone.now() - timedelta(hours=1.75))
+    # a classmate's running job in the course is theirs, not the student's
+    theirs = past_job(classmate, assignment, gpus=4, hours=0, status=Status.RUNNING)
+    Job.objects.filter(pk=theirs.pk).update(elapsed_seconds=None, started_at=timezone.now() - timedelta(hours=5))
+
+    refused = post_job(client, student)
+    accepted = post_job(client, classmate, gpus="0")  # without GPUs the budget does not apply
+
+    assert refused.status_code == 400
+    assert "Your GPU-hour budget for this course is spent: used 2.3 of 2" in refused.content.decode()
+    assert accepted.status_code == 302
+    assert Job.objects.filter(user=student).count() == 2
+
+
 def test_budget_use_includes_the_time_so_far_of_running_jobs(client, student, assignment, course):
     course.gpu_hours_per_student = 10
     course.save()

@@ -2,6 +2,7 @@
 proxy's auth check admits (jobs.sessions, jobs.session_views). The browser through nginx is
 tests/browser/test_notebook_session.py."""
 
+import html
 import json
 import re
 import subprocess
@@ -185,7 +186,10 @@ def test_sessions_only_during_labs_are_refused_outside_a_lab(client, student, no
     client.force_login(student)
     response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     assert response.status_code == 400
-    assert "open only while one of the course" in response.content.decode()
+    assert (
+        "Notebook sessions for this assignment open only while one of the course's labs is on, and none is on now. "
+        "The course page lists the next lab."
+    ) in html.unescape(response.content.decode())
     assert not Job.objects.filter(user=student).exists()
     now = timezone.now()
     LabSession.objects.create(

@@ -188,6 +188,6 @@ def resources_from_query(query, *, course: Course) -> dict[str, int]:
     resources = {}
     for name in RESOURCE_NAMES:
         raw = query.get(name, "")
-        if raw.isdigit() and len(raw) < 10:
+        if raw.isascii() and raw.isdigit() and len(raw) < 10:  # "²" is a digit to isdigit(), not to int()
             resources[name] = max(ResourcesForm.base_fields[name].min_value, min(int(raw), limits[name]))
     return resources

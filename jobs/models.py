@@ -384,6 +384,9 @@ class NotificationPreference(models.Model):
     notify_failed = models.BooleanField(default=True, help_text="Mail when a job fails.")
     notify_refused = models.BooleanField(default=True, help_text="Mail when the cluster or portal refuses a job.")
     daily_digest = models.BooleanField(default=False, help_text="TAs and instructors: a daily mail of new failures.")
+    address_link_sent_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the last address-verification mail was sent (one a minute)."
+    )
 
     def __str__(self) -> str:
         return f"Notification choices of {self.user}"

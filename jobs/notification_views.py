@@ -3,7 +3,6 @@ where the campus sign-in sent no address, the person's own address, used once th
 """
 
 import smtplib
-import time
 
 from django import forms
 from django.contrib import messages
@@ -15,14 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from jobs.models import NotificationPreference
 from jobs.notifications import (
     AddressLinkRefused,
+    address_link_claim,
+    address_link_unclaim,
     notification_address_send,
     notification_address_verify,
     notification_preference_get,
     user_is_course_staff,
 )
-
-#: A person asks for at most one verification mail in this many seconds (the time of the last is in the session).
-ADDRESS_MAIL_SECONDS = 60
 
 
 class NotificationPreferenceForm(forms.ModelForm):
@@ -76,16 +74,16 @@ def notification_settings(request: HttpRequest) -> HttpResponse:
 
 
 def _address_link_send(request: HttpRequest, address: str) -> None:
-    waited = time.time() - request.session.get("address_link_sent_at", 0)
-    if waited < ADDRESS_MAIL_SECONDS:
-        messages.error(request, f"A link was sent {int(waited)} s ago. Wait a minute before asking for another.")
+    waited = address_link_claim(user=request.user)
+    if waited is not None:
+        messages.error(request, f"A link was sent {waited} s ago. Wait a minute before asking for another.")
         return
     try:
         notification_address_send(user=request.user, address=address)
     except (smtplib.SMTPException, OSError):
+        address_link_unclaim(user=request.user)
         messages.error(request, f"The mail to {address} could not be sent just now. Try again in a few minutes.")
         return
-    request.session["address_link_sent_at"] = time.time()
     messages.success(
         request, f"A link is on its way to {address}. Open it within a day while signed in here to start mail there."
     )

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.mail import EmailMessage
 from django.db import transaction
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -48,6 +49,8 @@ FAILURES = (Status.FAILED, Status.REJECTED)
 DIGEST_LIMIT = 50
 #: How long a link that verifies a person's own address works.
 ADDRESS_LINK_SECONDS = 24 * 3600
+#: At most one address-verification mail a person a minute
+ADDRESS_MAIL_SECONDS = 60
 #: Keeps these links apart from anything else the site signs with its secret key.
 ADDRESS_SALT = "jobs.notifications.address"
 
@@ -92,6 +95,23 @@ def notification_preference_get(*, user) -> NotificationPreference:
 def user_is_course_staff(*, user) -> bool:
     """TA or instructor in at least one course: may ask for the failure digest."""
     return Enrollment.objects.filter(user=user, role__in=STAFF_ROLES).exists()
+
+
+def address_link_claim(*, user) -> int | None:
+    """Claim the person's one address-verification mail a minute (whatever the sessions, browsers and web
+    processes it is asked from): None when claimed, else how many seconds ago the last one was sent."""
+    now = timezone.now()
+    NotificationPreference.objects.get_or_create(user=user)
+    mine = NotificationPreference.objects.filter(user=user)
+    due = Q(address_link_sent_at=None) | Q(address_link_sent_at__lte=now - timedelta(seconds=ADDRESS_MAIL_SECONDS))
+    if mine.filter(due).update(address_link_sent_at=now):
+        return None
+    return int((now - mine.values_list("address_link_sent_at", flat=True).get()).total_seconds())
+
+
+def address_link_unclaim(*, user) -> None:
+    """The claimed mail could not be sent: the person may ask again at once."""
+    NotificationPreference.objects.filter(user=user).update(address_link_sent_at=None)
 
 
 def notification_address_send(*, user, address: str) -> None:

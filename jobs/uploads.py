@@ -19,6 +19,8 @@ from django.core.files import File
 from django.core.files.uploadedfile import UploadedFile
 
 SESSION_KEY = "labqueue_upload_tokens"
+#: How many refused forms' files a session keeps (its latest)
+KEPT_FORMS = 10
 T = TypeVar("T")
 
 
@@ -32,17 +34,30 @@ def _folder(token: str) -> Path:
 
 
 def uploads_keep(*, session, uploads: list[UploadedFile], token: str = "") -> str:
-    """Save the uploads next to any kept under `token`; returns the token to carry in the form."""
-    if token not in session.get(SESSION_KEY, []):
+    """Save the uploads next to any kept under `token`; returns the token to carry in the form.
+
+    A folder that already holds more than one submission may send keeps nothing more (the form says the files are
+    over the limit), and the folders of tokens the session no longer holds (it holds its last KEPT_FORMS) go at
+    once rather than when the session ends: a student sending a refused form again and again fills no disk."""
+    held = session.get(SESSION_KEY, [])
+    if token not in held:
         token = secrets.token_urlsafe(16)
     folder = _folder(token)
     folder.mkdir(parents=True, exist_ok=True)
-    for upload in uploads:
-        with open(folder / upload.name, "wb") as target:
-            for chunk in upload.chunks():
-                target.write(chunk)
-    session[SESSION_KEY] = [*session.get(SESSION_KEY, []), token][-10:]
+    if _size(folder) <= settings.LABQUEUE_UPLOAD_MAX_BYTES:
+        for upload in uploads:
+            with open(folder / upload.name, "wb") as target:
+                for chunk in upload.chunks():
+                    target.write(chunk)
+    held = [*(kept for kept in held if kept != token), token]
+    for dropped in held[:-KEPT_FORMS]:
+        shutil.rmtree(_folder(dropped), ignore_errors=True)
+    session[SESSION_KEY] = held[-KEPT_FORMS:]
     return token
+
+
+def _size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
 
 
 def uploads_kept(*, session, token: str) -> list[Path]:

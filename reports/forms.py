@@ -6,6 +6,7 @@ from django.utils import timezone
 from reports.queries import ReportRange
 
 MAX_DAYS = 800
+FIRST_YEAR, LAST_YEAR = 1970, 9998
 
 
 class ReportRangeForm(forms.Form):
@@ -17,6 +18,9 @@ class ReportRangeForm(forms.Form):
     def clean(self) -> dict:
         data = super().clean()
         first, last = data.get("first"), data.get("last")
+        if any(day and not FIRST_YEAR <= day.year <= LAST_YEAR for day in (first, last)):
+            # the range's bounds are moments (its first midnight, the one after its last day) in UTC too
+            raise forms.ValidationError(f"Choose days between the years {FIRST_YEAR} and {LAST_YEAR}.")
         if first and last:
             if last < first:
                 raise forms.ValidationError("The range ends before it starts.")

@@ -88,6 +88,22 @@ def desired_accounts(courses: list[Course]) -> tuple[list[DesiredAccount], list[
     return result, errors
 
 
+def _made_elsewhere(account: str, organization: str) -> dict:
+    """An existing account a course names that LabQueue did not make (say, a research group's, named in a course
+    copy): the portal adds no one to it, removes no one and changes none of its limits."""
+    log.warning(
+        "reconcile_associations: account %s (organization %s) was not made by LabQueue: left alone",
+        account,
+        organization,
+    )
+    why = (
+        f"the account exists and was not made by LabQueue (organization {organization or 'none'}): left alone; give "
+        f"the course an account of its own, or (research computing) hand this one over with `sacctmgr modify "
+        f"account where name={account} set organization={accounts.ORGANIZATION}`"
+    )
+    return {"account": account, "user": "", "why": why}
+
+
 def _known_users() -> set[str]:
     return set(get_user_model().objects.exclude(netid__isnull=True).exclude(netid="").values_list("netid", flat=True))
 
@@ -114,6 +130,8 @@ def associations_reconcile(
     changes, unmanaged = [], []
     for cluster, (desired, _problems) in planned.items():
         try:
+            elsewhere = accounts.accounts_made_elsewhere([d.account for d in desired])
+            desired = [want for want in desired if want.account not in elsewhere]
             actual = accounts.assoc_list(cluster=cluster, accounts=[d.account for d in desired])
         except SlurmError as error:
             run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
@@ -122,7 +140,7 @@ def associations_reconcile(
             raise
         found, not_ours = plan(cluster=cluster, desired=desired, actual=actual, known_users=_known_users())
         changes += found
-        unmanaged += not_ours
+        unmanaged += not_ours + [_made_elsewhere(account, organization) for account, organization in elsewhere.items()]
     if not dry_run:
         for change in changes:
             try:

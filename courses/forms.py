@@ -520,7 +520,8 @@ class CourseCopyForm(forms.ModelForm):
         labels = {"slug": "Short name (in addresses)", "slurm_account": "Cluster account for this term"}
         help_texts = {
             "slurm_account": "A new account the portal creates on the cluster for this course's jobs, "
-            "e.g. cs101-2027sp. It cannot be the account of another course."
+            "e.g. cs101-2027sp. It cannot be the account of another course, and an account the cluster has for "
+            "something else is left alone."
         }
 
     def clean_slurm_account(self) -> str:

@@ -31,6 +31,8 @@ ASSOC_FORMAT = ",".join(ASSOC_FIELDS)
 #: What sacctmgr says when a change is already so. Slurm 22.05: "Nothing new added." (every association of an add
 #: exists) and "Nothing modified"; Slurm 24.11 says "Request didn't affect anything" for both (with "Nothing added."
 #: after an add). An add it skips for a missing account or cluster says neither: a refusal.
+#: The organization of the accounts LabQueue makes: an existing account of another is not the portal's to manage
+ORGANIZATION = "labqueue"
 ALREADY_DONE = ("nothing new added", "nothing modified", "nothing deleted", "request didn't affect anything")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*$")
 _WALL = re.compile(r"^(?:(?P<days>\d+)-)?(?:(?P<hours>\d+):)?(?P<minutes>\d+):(?P<seconds>\d+)$")
@@ -146,6 +148,16 @@ def assoc_list(*, cluster: str, accounts: Sequence[str]) -> list[Assoc]:
     return parse_assocs(runner.run(argv))
 
 
+def accounts_made_elsewhere(names: Sequence[str]) -> dict[str, str]:
+    """Those of the accounts `names` that exist but were not made by LabQueue: account -> its organization (ONE
+    sacctmgr show; an account that does not exist is not listed)."""
+    if not names:
+        return {}
+    argv = ["sacctmgr", "-n", "-P", "show", "account", ",".join(check_name(name) for name in names)]
+    rows = [line.split("|") for line in runner.run([*argv, "format=account,organization"]).splitlines() if line]
+    return {row[0]: row[1] for row in rows if len(row) > 1 and row[1] != ORGANIZATION}
+
+
 def account_add_argv(*, cluster: str, account: str, description: str) -> list[str]:
     return [
         "sacctmgr",
@@ -155,7 +167,7 @@ def account_add_argv(*, cluster: str, account: str, description: str) -> list[st
         check_name(account),
         f"cluster={check_name(cluster)}",
         f"description={description}",
-        "organization=labqueue",
+        f"organization={ORGANIZATION}",
     ]
 
 

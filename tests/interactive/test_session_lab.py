@@ -17,7 +17,7 @@ from django.utils import timezone
 from courses.models import LabSession
 from jobs.dispatch import job_scancel
 from jobs.models import InteractiveSession, Job, JobEvent, Status
-from jobs.sessions import session_base_url, sessions_follow
+from jobs.sessions import session_base_url, session_launcher, sessions_follow
 from tests.conftest import dispatch, submit_form, submitted, wait_for_status
 from tests.lab import slurm_tool
 from tests.ops.metrics_helpers import TOKEN, scrape
@@ -197,7 +197,9 @@ def test_sessions_only_during_labs_are_refused_outside_a_lab(client, student, no
     )
     response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     assert response.status_code == 302
-    assert Job.objects.get(user=student).session.ready_at is None
+    job = Job.objects.get(user=student)
+    assert job.session.ready_at is None
+    assert job.script.rstrip().endswith(session_launcher(job_uuid=job.uuid).rstrip())  # it starts the session
 
 
 def test_the_sync_finds_no_server_where_the_file_points_elsewhere(client, student, notebook):

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from courses.models import Assignment, Hint, LabSession
 from courses.services import assignment_save
+from tests.courses.test_lab_series import series_form
 
 
 def text_of(response) -> str:
@@ -107,22 +108,6 @@ def test_importing_an_assignment_file_keeps_the_assignments_dates_and_check(clie
 # ---- Lab series: numbers and dates far out ----
 
 
-def series(**overrides) -> dict:
-    data = {
-        "weekly": "1",
-        "weekday": "0",
-        "start_time": "14:00",
-        "minutes": "110",
-        "first_date": "2027-03-01",
-        "last_date": "2027-03-31",
-        "skip": "",
-        "nodes": "1",
-        "gpus": "1",
-    }
-    data.update(overrides)
-    return data
-
-
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -134,7 +119,7 @@ def series(**overrides) -> dict:
 def test_a_weekly_lab_far_out_is_refused_not_a_server_error(client, instructor, course, overrides):
     client.force_login(instructor)
     client.raise_request_exception = False
-    response = client.post(reverse("courses:lab-list", args=["cs101"]), series(**overrides))
+    response = client.post(reverse("courses:lab-list", args=["cs101"]), series_form(gpus="1", **overrides))
     assert response.status_code == 400
     assert not LabSession.objects.exists()
 
@@ -145,7 +130,7 @@ def test_a_weekly_lab_over_thousands_of_years_is_refused_at_once(client, instruc
     first = timezone.localdate() + timedelta(days=1)
     response = client.post(
         reverse("courses:lab-list", args=["cs101"]),
-        series(first_date=first.isoformat(), last_date="9999-12-01"),
+        series_form(gpus="1", first_date=first.isoformat(), last_date="9999-12-01"),
     )
     assert response.status_code == 400
     assert len(response.content) < 200_000, f"the refusal page is {len(response.content)} bytes"

@@ -177,6 +177,12 @@ def test_a_switched_off_deployment_offers_no_roster_on_the_page(client, platform
     assert not platform.requests
 
 
+def checked(student, assignment) -> CheckRun:
+    """A completed job of the student's whose check gave 7 of 10."""
+    job = job_row(student, assignment, status=Status.COMPLETED)
+    return CheckRun.objects.create(job=job, status=CheckStatus.DONE, score=Decimal(7), max_score=Decimal(10))
+
+
 def test_a_switched_off_deployment_gets_no_scores(
     client, platform, course, instructor, student, assignment, django_capture_on_commit_callbacks
 ):
@@ -185,13 +191,7 @@ def test_a_switched_off_deployment_gets_no_scores(
     client.logout()
     launch(client, platform, netid="student1", roles=["Learner"])
     LtiDeployment.objects.update(is_active=False)
-    run = CheckRun.objects.create(
-        job=job_row(student, assignment, status=Status.COMPLETED),
-        status=CheckStatus.DONE,
-        score=Decimal(7),
-        max_score=Decimal(10),
-    )
-    finished(run, django_capture_on_commit_callbacks)
+    finished(checked(student, assignment), django_capture_on_commit_callbacks)
     assert platform.scores == []
 
 
@@ -215,13 +215,7 @@ def test_a_score_goes_only_to_the_lms_courses_the_student_is_in(
     )
     client.post(path_of(redirect_uri), form)  # from section 1 (lms-course-1) only
     LtiContext.objects.filter(id_on_platform="lms-course-1").update(lineitems_url="")
-    run = CheckRun.objects.create(
-        job=job_row(student, assignment, status=Status.COMPLETED),
-        status=CheckStatus.DONE,
-        score=Decimal(7),
-        max_score=Decimal(10),
-    )
-    finished(run, django_capture_on_commit_callbacks)
+    finished(checked(student, assignment), django_capture_on_commit_callbacks)
     section_2 = LtiContext.objects.get(id_on_platform="lms-section-2")
     assert not ScorePost.objects.filter(context=section_2, status=ScoreStatus.SENT).exists()
     assert platform.scores == []

@@ -88,20 +88,33 @@ def desired_accounts(courses: list[Course]) -> tuple[list[DesiredAccount], list[
     return result, errors
 
 
-def _made_elsewhere(account: str, organization: str) -> dict:
-    """An existing account a course names that LabQueue did not make (say, a research group's, named in a course
-    copy): the portal adds no one to it, removes no one and changes none of its limits."""
-    log.warning(
-        "reconcile_associations: account %s (organization %s) was not made by LabQueue: left alone",
-        account,
-        organization,
-    )
-    why = (
-        f"the account exists and was not made by LabQueue (organization {organization or 'none'}): left alone; give "
-        f"the course an account of its own, or (research computing) hand this one over with `sacctmgr modify "
-        f"account where name={account} set organization={accounts.ORGANIZATION}`"
-    )
-    return {"account": account, "user": "", "why": why}
+def _slurm_now(
+    *, cluster: str, desired: list[DesiredAccount]
+) -> tuple[list[DesiredAccount], list[accounts.Assoc], dict[str, str]]:
+    """Of the courses' accounts on `cluster`: those LabQueue manages, their associations, and those that exist but
+    LabQueue did not make (account -> organization). Two sacctmgr shows."""
+    elsewhere = accounts.accounts_made_elsewhere([want.account for want in desired])
+    ours = [want for want in desired if want.account not in elsewhere]
+    return ours, accounts.assoc_list(cluster=cluster, accounts=[want.account for want in ours]), elsewhere
+
+
+def _made_elsewhere(elsewhere: dict[str, str]) -> list[dict]:
+    """Existing accounts courses name that LabQueue did not make (say, a research group's, named in a course copy):
+    the portal adds no one to them, removes no one and changes none of their limits."""
+    left = []
+    for account, organization in sorted(elsewhere.items()):
+        log.warning(
+            "reconcile_associations: account %s (organization %s) not made by LabQueue: left alone",
+            account,
+            organization,
+        )
+        why = (
+            f"the account exists and was not made by LabQueue (organization {organization or 'none'}): left alone; "
+            f"give the course an account of its own, or (research computing) hand this one over with `sacctmgr "
+            f"modify account where name={account} set organization={accounts.ORGANIZATION}`"
+        )
+        left.append({"account": account, "user": "", "why": why})
+    return left
 
 
 def _known_users() -> set[str]:
@@ -130,9 +143,7 @@ def associations_reconcile(
     changes, unmanaged = [], []
     for cluster, (desired, _problems) in planned.items():
         try:
-            elsewhere = accounts.accounts_made_elsewhere([d.account for d in desired])
-            desired = [want for want in desired if want.account not in elsewhere]
-            actual = accounts.assoc_list(cluster=cluster, accounts=[d.account for d in desired])
+            desired, actual, elsewhere = _slurm_now(cluster=cluster, desired=desired)
         except SlurmError as error:
             run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
             run.finished_at = timezone.now()
@@ -140,7 +151,7 @@ def associations_reconcile(
             raise
         found, not_ours = plan(cluster=cluster, desired=desired, actual=actual, known_users=_known_users())
         changes += found
-        unmanaged += not_ours + [_made_elsewhere(account, organization) for account, organization in elsewhere.items()]
+        unmanaged += not_ours + _made_elsewhere(elsewhere)
     if not dry_run:
         for change in changes:
             try:

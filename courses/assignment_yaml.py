@@ -19,7 +19,7 @@ from django.db import transaction
 from courses.forms import ASSIGNMENT_FILE_MAX_BYTES as MAX_BYTES
 from courses.forms import AssignmentForm, HintForm
 from courses.models import Assignment, Course, Hint
-from courses.scripting import validate_schema, validate_template
+from courses.scripting import is_unicode, validate_schema, validate_template
 from courses.services import assignment_save
 
 FORMAT = 1
@@ -108,9 +108,7 @@ def _document(text: str) -> tuple[dict, dict[str, int]]:
         raise ValidationError(f"{where}this is not valid YAML ({error.problem or error.context}).")
     except (yaml.YAMLError, RecursionError):
         raise ValidationError("This is not a YAML file LabQueue can read (one document, nested at most a few levels).")
-    try:
-        json.dumps(document, ensure_ascii=False, default=str).encode()
-    except UnicodeEncodeError:
+    if not is_unicode(document):
         raise ValidationError("The file holds a \\u escape of half a surrogate pair, which is not a character.")
     if not isinstance(document, dict):
         raise ValidationError("The file must be a mapping of keys (title, slug, script_template, ...).")

@@ -65,6 +65,16 @@ class Resources:
         return {"gpus": self.gpus, "cpus": self.cpus, "mem_mb": self.mem_mb, "minutes": self.minutes}
 
 
+def is_unicode(data) -> bool:
+    """Every text in `data` (what JSON or YAML gave) is one UTF-8 can hold: their \\u escapes can carry half of a
+    surrogate pair, which is no character, and PostgreSQL refuses it."""
+    try:
+        json.dumps(data, ensure_ascii=False, default=str).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _is_safe_text(value: str) -> bool:
     return not any(ord(ch) < 32 or ord(ch) == 127 for ch in value)
 
@@ -87,9 +97,7 @@ def validate_schema(schema: object) -> list[dict]:
     """Check a parameter schema (a list of parameter definitions) and return it normalised."""
     if not isinstance(schema, list):
         raise ValidationError("Parameters must be a list of parameter definitions.")
-    try:
-        json.dumps(schema, ensure_ascii=False).encode()
-    except (UnicodeEncodeError, TypeError, ValueError):
+    if not is_unicode(schema):
         raise ValidationError("The parameters hold a character that is not valid Unicode (half of a surrogate pair).")
     if len(schema) > MAX_PARAMETERS:
         raise ValidationError(f"An assignment can have at most {MAX_PARAMETERS} parameters.")
@@ -232,7 +240,7 @@ def _short_text(spec: dict, raw: object) -> str:
         raise ValidationError(f"Use at most {MAX_STRING_LENGTH} characters.")
     if not _is_safe_text(value):
         raise ValidationError("Line breaks and other control characters are not allowed.")
-    if any("\ud800" <= ch <= "\udfff" for ch in value):  # a script's JSON can hold one; UTF-8 cannot
+    if not is_unicode(value):
         raise ValidationError("The text holds a character that is not valid Unicode (half of a surrogate pair).")
     if spec.get("pattern") and not _matches(spec["pattern"], value):
         raise ValidationError(f"The value must match the pattern {spec['pattern']}.")

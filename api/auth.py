@@ -1,10 +1,10 @@
 """Who calls the API and what they may do (web side, at every API request).
 
-Two ways in: a personal access token (`Authorization: Bearer lqp_...`), counted against its rate limit in
-Redis, or the browser's signed-in session, with Django's CSRF check on unsafe methods. A token reaches no
-further than its scopes, its course (when it has one) and its owner's roles *now*: the scopes that need
-course staff are checked against the owner's role at each request, so a TA dropped from a course loses its
-gradebook at once. The session has every scope: it is the person themselves.
+Two ways in: a personal access token (`Authorization: Bearer lqp_...`), counted in Redis against its owner's
+rate limit (all of one person's tokens together), or the browser's signed-in session, with Django's CSRF check
+on unsafe methods. A token reaches no further than its scopes, its course (when it has one) and its owner's
+roles *now*: the scopes that need course staff are checked against the owner's role at each request, so a TA
+dropped from a course loses its gradebook at once. The session has every scope: it is the person themselves.
 """
 
 import logging
@@ -27,12 +27,13 @@ logger = logging.getLogger(__name__)
 
 
 class RateLimited(Exception):
-    """Over the token's requests per minute: answered 429 with Retry-After."""
+    """Over the owner's requests per minute: answered 429 with Retry-After."""
 
     def __init__(self, retry_after: int):
         super().__init__(
-            f"This token made more than {settings.LABQUEUE_API_REQUESTS_PER_MINUTE} requests in a minute. "
-            f"Wait {retry_after} s and try again, and slow the script down (poll a job every few seconds)."
+            f"Your API tokens made more than {settings.LABQUEUE_API_REQUESTS_PER_MINUTE} requests in a minute "
+            f"(the limit counts all of one person's tokens together). Wait {retry_after} s and try again, and "
+            f"slow the script down (poll a job every few seconds)."
         )
         self.retry_after = retry_after
 
@@ -50,10 +51,11 @@ class SessionCsrfAuth(SessionAuth):
 
 
 def rate_check(token: PersonalToken) -> None:
-    """Count one request in the token's current minute; RateLimited past the limit. While Redis does not answer
-    nothing is counted and the request goes on (the API stays up with the broker down; docs/security.md)."""
+    """Count one request in the current minute of the token's owner, all their tokens together (more tokens buy
+    no more requests); RateLimited past the limit. While Redis does not answer nothing is counted and the request
+    goes on (the API stays up with the broker down; docs/security.md)."""
     window = int(time.time() // 60)
-    key = f"labqueue:api:rate:{token.uuid}:{window}"
+    key = f"labqueue:api:rate:person:{token.owner_id}:{window}"
     try:
         pipe = broker_redis().pipeline()
         pipe.incr(key)

@@ -5,10 +5,13 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
 from api.models import TOKEN_PREFIX, PersonalToken
+from api.selectors import token_active_count
 from courses.models import Course
 
 #: Don't write last_used_at more often than this for one token: a script polling a job writes once a minute.
@@ -19,13 +22,26 @@ class TokenRefused(Exception):
     """The token is unknown, revoked or expired: the message says which and what to do (401)."""
 
 
+class TooManyTokens(Exception):
+    """The person already has as many active tokens as one person may (LABQUEUE_API_TOKENS_PER_PERSON)."""
+
+
 def token_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 @transaction.atomic
 def token_create(*, owner, name: str, scopes: list[str], course: Course | None, days: int) -> tuple[PersonalToken, str]:
-    """A new token and its text, which the caller shows once."""
+    """A new token and its text, which the caller shows once; TooManyTokens when the owner has the most active
+    tokens one person may have."""
+    # One person's new tokens one after the other: two requests at once would both count before either is saved.
+    get_user_model().objects.select_for_update(no_key=True).filter(pk=owner.pk).exists()
+    limit = settings.LABQUEUE_API_TOKENS_PER_PERSON
+    if token_active_count(owner=owner) >= limit:
+        raise TooManyTokens(
+            f"You have {limit} active API tokens, the most one person may have. Revoke one you no longer use "
+            "(listed below), then make this one."
+        )
     text = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = PersonalToken.objects.create(
         owner=owner,

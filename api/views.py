@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from api.forms import TokenForm
 from api.problems import problem
 from api.selectors import token_list
-from api.services import token_create, token_revoke
+from api.services import TooManyTokens, token_create, token_revoke
 
 
 @require_http_methods(["GET", "POST"])
@@ -23,10 +23,14 @@ def token_settings(request: HttpRequest) -> HttpResponse:
     shown = ""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        _, shown = token_create(
-            owner=request.user, name=data["name"], scopes=data["scopes"], course=data["course"], days=data["days"]
-        )
-        form = TokenForm(owner=request.user)
+        try:
+            _, shown = token_create(
+                owner=request.user, name=data["name"], scopes=data["scopes"], course=data["course"], days=data["days"]
+            )
+        except TooManyTokens as refusal:
+            form.add_error(None, str(refusal))  # the form keeps what was typed
+        else:
+            form = TokenForm(owner=request.user)
     context = {"form": form, "shown": shown, "tokens": token_list(owner=request.user)}
     status = 400 if request.method == "POST" and not shown else 200
     response = render(request, "api/token_settings.html", context, status=status)

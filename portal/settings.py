@@ -369,8 +369,10 @@ LABQUEUE_LOG_TAIL_BYTES = env_int("LABQUEUE_LOG_TAIL_BYTES", 16 * 1024)
 # How often an open job page asks whether its job changed (a poll of an unchanged job answers 304).
 LABQUEUE_POLL_SECONDS = env_int("LABQUEUE_POLL_SECONDS", 3)
 LABQUEUE_ZIP_MAX_BYTES = env_int("LABQUEUE_ZIP_MAX_BYTES", 512 * 1024 * 1024)
-# Requests one API token may make per minute (api.auth, counted in the broker's Redis); past it: 429.
+# Requests one person's API tokens may make per minute, all together (api.auth, counted in the broker's Redis);
+# past it: 429. And how many tokens one person may have active (not revoked, not expired) at once.
 LABQUEUE_API_REQUESTS_PER_MINUTE = env_int("LABQUEUE_API_REQUESTS_PER_MINUTE", 120)
+LABQUEUE_API_TOKENS_PER_PERSON = env_int("LABQUEUE_API_TOKENS_PER_PERSON", 20)
 LABQUEUE_RESUBMIT_AFTER_SECONDS = env_int("LABQUEUE_RESUBMIT_AFTER_SECONDS", 120)
 # Interactive notebook sessions (jobs.sessions). The shell line a session's job runs to make `jupyter` available
 # on the node (a site's `module load ...`); the secret the nginx proxy sends with its auth check (empty: no

@@ -69,6 +69,8 @@ def service_env(settings, **extra: str) -> dict[str, str]:
         "LABQUEUE_ALLOWED_HOSTS": "127.0.0.1,localhost",
         **{name: str(getattr(settings, name)) for name in TEST_SITE_CEILINGS},  # as this test's settings say
     }
+    if "MUTANT_UNDER_TEST" in os.environ:  # mutation testing (scripts/mutate): the portal's processes run it too
+        env["MUTANT_UNDER_TEST"] = os.environ["MUTANT_UNDER_TEST"]
     env.update(extra)
     return env
 

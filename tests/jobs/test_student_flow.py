@@ -1,5 +1,6 @@
 """The walking skeleton end to end: log in, submit, watch, read output, download."""
 
+import html
 import io
 import re
 import zipfile
@@ -43,6 +44,15 @@ def test_a_student_logs_in_submits_a_gpu_job_and_downloads_its_output(client, st
     assert "user=student1" in text
     assert re.search(r"gpus=\d", text), "CUDA_VISIBLE_DEVICES reaches the job"
     assert "hx-trigger" not in text, "a finished job stops polling"
+    # The history tells each step in the order it happened (a sync may also have seen it running).
+    history = text[text.index('id="history"') :]
+    causes = [html.unescape(cause) for cause in re.findall(r"<tr><td>[^<]*</td><td>(.*?)</td>", history)]
+    assert [cause for cause in causes if cause != "Slurm reports RUNNING."] == [
+        "Submitted in the portal.",
+        "Sending the job to the cluster.",
+        f"Accepted by Slurm as job {job.slurm_job_id}.",
+        "Slurm's accounting reports COMPLETED, exit code 0.",
+    ]
 
     output = client.get(reverse("jobs:job-file", args=[job.uuid, "results/out.txt"]))
     assert output.status_code == 200

@@ -119,15 +119,17 @@ def test_a_job_slurm_never_got_is_checked_again_before_it_is_sent_and_a_student_
     assert not Path(job.workdir).exists()
 
 
-def test_a_job_slurm_never_got_is_refused_when_its_starter_file_changed_in_storage_meanwhile(
-    client, student, assignment, settings
+@pytest.mark.parametrize("earlier_attempts", [0, 1], ids=["first-sending", "sent-again"])
+def test_a_job_is_refused_when_its_starter_file_changed_in_storage_since_it_was_saved(
+    client, student, assignment, settings, earlier_attempts
 ):
+    """At the job's first sending, and at a later one after an attempt that never reached Slurm."""
     settings.MEDIA_ROOT.mkdir(parents=True, exist_ok=True)
     StarterFile.objects.create(assignment=assignment, name="train.py", file=SimpleUploadedFile("train.py", b"1\n"))
     client.force_login(student)
     assert client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form()).status_code == 302
     job = Job.objects.get()
-    Job.objects.filter(pk=job.pk).update(submit_attempts=1)  # its first attempt never reached Slurm
+    Job.objects.filter(pk=job.pk).update(submit_attempts=earlier_attempts)  # 1: an attempt that never reached Slurm
     kept = job.assignment_version.starter_files.get()
     Path(kept.file.path).write_bytes(b"2\n")  # written over where it is stored (an operator, a restore)
 

@@ -181,3 +181,19 @@ def test_the_usage_ingest_keeps_each_clusters_records_and_the_same_job_id_on_bot
     assert both
     shared = both.pop()
     assert set(UsageRecord.objects.filter(slurm_job_id=shared).values_list("cluster", flat=True)) == {"lab", "lab2"}
+
+
+def test_a_lab2_job_whose_sbatch_answer_was_lost_is_adopted_by_name_on_lab2_not_sent_twice(
+    client, student, course_on_lab2
+):
+    job = dispatch(_submit_on_lab2(client, student, seconds=60))
+    slurm_id = job.slurm_job_id
+    # sbatch succeeded but its answer was lost: the task gave the job back to the queue to try again.
+    Job.objects.filter(pk=job.pk).update(status=Status.QUEUED, slurm_job_id="", slurm_state="")
+
+    job = dispatch(job)  # Celery's retry of the same task asks lab2 (not lab) by name first
+    try:
+        assert (job.status, job.slurm_job_id, job.submit_attempts) == (Status.PENDING, slurm_id, 1)
+        assert _names_on("lab2").split().count(job.slurm_name) == 1, "lab2 holds exactly one job of this name"
+    finally:
+        job_scancel(job_id=job.pk)

@@ -26,7 +26,10 @@ def test_a_job_queued_before_its_student_was_dropped_is_refused_at_dispatch_with
     assert commands == [], "no helper, no sbatch: nothing ran as the student"
     job.refresh_from_db()
     assert job.status == Status.REJECTED and not job.slurm_job_id
-    assert job.message.startswith("You are no longer enrolled in CS101")
+    assert job.message == (
+        "You are no longer enrolled in CS101 (Fall), so this job was not sent. If this is a mistake, ask the "
+        "course's instructor to add you to the roster again, then press Retry."
+    ), "what happened, why, and what to do next (the Retry button's own name)"
 
 
 @pytest.mark.parametrize("netid", ["root", "daemon", "nobody"])

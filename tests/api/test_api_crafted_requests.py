@@ -5,7 +5,6 @@ Database only: no test here sends a job to Slurm (the dispatch is never enqueued
 
 import base64
 import json
-import threading
 
 import pytest
 from django.db import connection
@@ -17,6 +16,7 @@ from courses.models import Role
 from jobs.models import Job, Status
 from jobs.selectors import student_standing
 from tests.api.conftest import call, problem
+from tests.concurrency import at_once, held_until_both_read
 from tests.conftest import job_row, make_user
 
 SUBMIT = "/api/v1/courses/cs101/assignments/hello/jobs"
@@ -112,30 +112,10 @@ def test_two_submissions_at_once_cannot_pass_the_assignments_attempt_cap(student
     assignment.max_attempts = 1
     assignment.save()
     monkeypatch.setattr(jobs.services, "job_dispatch_enqueue", lambda job_id: None)  # nothing reaches Slurm
-    both_counted = threading.Barrier(2)
+    monkeypatch.setattr(jobs.services, "student_standing", held_until_both_read(student_standing))
+    text = token_for(student)
 
-    def counted_then_wait(**kwargs):
-        standing = student_standing(**kwargs)
-        try:
-            both_counted.wait(timeout=3)
-        except threading.BrokenBarrierError:
-            pass
-        return standing
-
-    monkeypatch.setattr(jobs.services, "student_standing", counted_then_wait)
-    text, answers = token_for(student), []
-
-    def submit():
-        try:
-            answers.append(call(Client(), "post", SUBMIT, text, {}).status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=submit) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    answers = at_once(lambda: call(Client(), "post", SUBMIT, text, {}).status_code)
 
     assert sorted(answers) == [201, 422]
     assert Job.objects.filter(user=student, assignment=assignment).count() == 1

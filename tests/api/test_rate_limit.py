@@ -2,11 +2,9 @@
 limit, 429 with Retry-After, for that person only. And one person has at most LABQUEUE_API_TOKENS_PER_PERSON
 active tokens, so neither more tokens nor endless ones buy more requests or more rows."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -15,6 +13,7 @@ import api.services
 from api.models import PersonalToken
 from api.selectors import token_active_count
 from tests.api.conftest import call, problem
+from tests.concurrency import at_once, held_until_both_read
 
 NEW_TOKEN = {"name": "ci", "scopes": ["read:jobs"], "days": "30"}
 
@@ -82,32 +81,14 @@ def test_two_new_tokens_at_once_cannot_pass_the_limit(settings, student, monkeyp
     times out), and it is refused."""
     settings.LABQUEUE_API_TOKENS_PER_PERSON = 2
     api.services.token_create(owner=student, name="first", scopes=["read:jobs"], course=None, days=30)
-    both_counted = threading.Barrier(2)
+    monkeypatch.setattr(api.services, "token_active_count", held_until_both_read(token_active_count))
 
-    def counted_then_wait(**kwargs):
-        count = token_active_count(**kwargs)
-        try:
-            both_counted.wait(timeout=3)
-        except threading.BrokenBarrierError:
-            pass
-        return count
+    def make() -> int:
+        browser = Client()
+        browser.force_login(student)
+        return browser.post(reverse("api:token-settings"), NEW_TOKEN).status_code
 
-    monkeypatch.setattr(api.services, "token_active_count", counted_then_wait)
-    answers = []
-
-    def make():
-        try:
-            browser = Client()
-            browser.force_login(student)
-            answers.append(browser.post(reverse("api:token-settings"), NEW_TOKEN).status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=make) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    answers = at_once(make)
 
     assert sorted(answers) == [200, 400]
     assert PersonalToken.objects.filter(owner=student).count() == 2

@@ -2,12 +2,10 @@
 job is submitted over HTTP, a Celery worker (through Redis) sends it to the lab cluster, the sync records
 that it failed, the worker's job_notify task mails a real SMTP server."""
 
-import threading
 import time
 
 import pytest
 from celery.contrib.testing.worker import start_worker
-from django.db import connection
 from django.urls import reverse
 
 from courses.models import Assignment
@@ -15,6 +13,7 @@ from jobs import notifications
 from jobs.models import Job, JobNotification, NotificationPreference, Status
 from jobs.tasks import job_notify
 from portal.celery import app
+from tests.concurrency import at_once
 from tests.conftest import job_row, submit_form, wait_for_status
 from tests.http_helpers import celery_queue_clear
 
@@ -132,21 +131,7 @@ def test_two_workers_mailing_about_the_same_job_at_once_send_one_mail(
     smtp_server,
 ):
     job = job_row(mailed_student, assignment, status=Status.FAILED, slurm_state="FAILED", exit_code=1)
-    start = threading.Barrier(2)
-    sent = []
-
-    def one_worker() -> None:
-        try:
-            start.wait()
-            sent.append(notifications.job_notify(job_id=job.pk))
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=one_worker) for _ in range(2)]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join(timeout=60)
+    sent = at_once(lambda: notifications.job_notify(job_id=job.pk))
 
     assert sorted(sent) == [False, True]
     assert len(smtp_server.wait_for(1)) == 1

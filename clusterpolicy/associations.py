@@ -89,13 +89,19 @@ def desired_accounts(courses: list[Course]) -> tuple[list[DesiredAccount], list[
 
 
 def _slurm_now(
-    *, cluster: str, desired: list[DesiredAccount]
-) -> tuple[list[DesiredAccount], list[accounts.Assoc], dict[str, str]]:
-    """Of the courses' accounts on `cluster`: those LabQueue manages, their associations, and those that exist but
-    LabQueue did not make (account -> organization). Two sacctmgr shows."""
-    elsewhere = accounts.accounts_made_elsewhere([want.account for want in desired])
-    ours = [want for want in desired if want.account not in elsewhere]
-    return ours, accounts.assoc_list(cluster=cluster, accounts=[want.account for want in ours]), elsewhere
+    planned: dict[str, tuple[list[DesiredAccount], list[str]]],
+) -> tuple[dict[str, str], dict[str, tuple[list[DesiredAccount], list[accounts.Assoc]]]]:
+    """What Slurm holds of the courses' accounts: those that exist but LabQueue did not make (account ->
+    organization; accounts are the site's, not one cluster's, so one sacctmgr show serves every cluster), and on
+    each cluster the accounts LabQueue manages with their associations (one sacctmgr show each)."""
+    elsewhere = accounts.accounts_made_elsewhere(
+        sorted({want.account for desired, _ in planned.values() for want in desired})
+    )
+    now = {}
+    for cluster, (desired, _problems) in planned.items():
+        ours = [want for want in desired if want.account not in elsewhere]
+        now[cluster] = (ours, accounts.assoc_list(cluster=cluster, accounts=[want.account for want in ours]))
+    return elsewhere, now
 
 
 def _made_elsewhere(elsewhere: dict[str, str]) -> list[dict]:
@@ -140,18 +146,18 @@ def associations_reconcile(
     run = AssociationRun.objects.create(
         trigger=trigger, dry_run=dry_run, courses=[d.account for desired, _ in planned.values() for d in desired]
     )
-    changes, unmanaged = [], []
-    for cluster, (desired, _problems) in planned.items():
-        try:
-            desired, actual, elsewhere = _slurm_now(cluster=cluster, desired=desired)
-        except SlurmError as error:
-            run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
-            run.finished_at = timezone.now()
-            run.save(update_fields=["errors", "finished_at"])
-            raise
-        found, not_ours = plan(cluster=cluster, desired=desired, actual=actual, known_users=_known_users())
+    try:
+        elsewhere, now = _slurm_now(planned)
+    except SlurmError as error:
+        run.errors = [*errors, f"Could not read Slurm's associations: {error}"]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["errors", "finished_at"])
+        raise
+    changes, unmanaged, known_users = [], _made_elsewhere(elsewhere), _known_users()
+    for cluster, (desired, actual) in now.items():
+        found, not_ours = plan(cluster=cluster, desired=desired, actual=actual, known_users=known_users)
         changes += found
-        unmanaged += not_ours + _made_elsewhere(elsewhere)
+        unmanaged += not_ours
     if not dry_run:
         for change in changes:
             try:

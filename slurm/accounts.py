@@ -28,11 +28,11 @@ ASSOC_FIELDS = (
     "qos",
 )
 ASSOC_FORMAT = ",".join(ASSOC_FIELDS)
+#: The organization of the accounts LabQueue makes: an existing account of another is not the portal's to manage.
+ORGANIZATION = "labqueue"
 #: What sacctmgr says when a change is already so. Slurm 22.05: "Nothing new added." (every association of an add
 #: exists) and "Nothing modified"; Slurm 24.11 says "Request didn't affect anything" for both (with "Nothing added."
 #: after an add). An add it skips for a missing account or cluster says neither: a refusal.
-#: The organization of the accounts LabQueue makes: an existing account of another is not the portal's to manage
-ORGANIZATION = "labqueue"
 ALREADY_DONE = ("nothing new added", "nothing modified", "nothing deleted", "request didn't affect anything")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*$")
 _WALL = re.compile(r"^(?:(?P<days>\d+)-)?(?:(?P<hours>\d+):)?(?P<minutes>\d+):(?P<seconds>\d+)$")

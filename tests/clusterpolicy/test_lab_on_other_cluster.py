@@ -183,6 +183,32 @@ def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_a
     assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"
 
 
+def test_a_lab2_job_that_lab2_holds_after_the_portal_moved_it_out_of_the_lab_is_released_on_lab2(
+    client, student, course_on_lab2, settings, cleanup
+):
+    """lab2 holds a pending job when it deletes a reservation the job was tied to (RESV_DEL_HOLD), and that can come
+    after the portal moved the job out: the next tick releases it on lab2 (`scontrol -M lab2 release`), where the
+    job is, and it runs there."""
+    session, job = waiting_in_a_full_lab2_lab(client, student, course_on_lab2, settings, cleanup)
+    end(session)
+    ends = (timezone.now() + timedelta(seconds=2)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    slurm("scontrol", "-M", "lab2", "update", f"reservationname={session.reservation_name}", f"endtime={ends}")
+    wait_until(lambda: squeue_on_lab2(job.slurm_job_id, "%T") == "RESV_DEL_HOLD", timeout=60, what="lab2 to hold it")
+    # As the portal leaves a job it has moved: no longer tied to the lab.
+    Job.objects.filter(pk=job.pk).update(reservation="")
+    jobs_sync()
+    job.refresh_from_db()
+    assert job.slurm_state == "RESV_DEL_HOLD"
+
+    deadline = time.monotonic() + 60  # what beat runs, until the job is over
+    while not job.is_terminal and time.monotonic() < deadline:
+        jobs_sync()
+        labs_tick()
+        job.refresh_from_db()
+        time.sleep(0.5)
+    assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"
+
+
 def test_a_job_waiting_in_a_lab2_lab_the_portal_ends_first_leaves_the_reservation_on_lab2_which_is_then_removed(
     client, student, course_on_lab2, settings, cleanup
 ):

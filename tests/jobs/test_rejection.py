@@ -1,4 +1,6 @@
-"""A job Slurm refuses is marked refused, with Slurm's own reason shown to the student."""
+"""A job Slurm refuses is marked refused, with Slurm's own reason shown to the student and in the worker's log."""
+
+import logging
 
 import pytest
 from django.urls import reverse
@@ -9,14 +11,19 @@ from tests.conftest import dispatch, submit_form
 pytestmark = pytest.mark.slurm
 
 
-def test_an_account_slurm_does_not_know_is_shown_as_refused_with_slurms_reason(client, student, course, assignment):
+def test_an_account_slurm_does_not_know_is_shown_as_refused_with_slurms_reason(
+    client, student, course, assignment, caplog
+):
     course.slurm_account = "nosuchacct"
     course.save()
     client.force_login(student)
     client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    job = dispatch(Job.objects.get())
+    with caplog.at_level(logging.INFO, logger="jobs.dispatch"):
+        job = dispatch(Job.objects.get())
     assert job.status == Status.REJECTED
     assert "Invalid account" in job.message
+    [logged] = [record.getMessage() for record in caplog.records if record.name == "jobs.dispatch"]
+    assert logged == f"Job not sent: {job.message}", "the operators' log says why, in Slurm's words"
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "Refused by the cluster" in page
     assert "Invalid account" in page

@@ -311,3 +311,29 @@ def test_a_lab_cancelled_while_a_students_job_runs_in_it_keeps_its_reservation_u
     assert (job.status, job.reservation) == (Status.RUNNING, session.reservation_name)
     assert squeue_field(job.slurm_job_id, "%v") == session.reservation_name
     assert not JobEvent.objects.filter(job=job, cause__contains="normal queue").exists()
+
+
+def test_a_tick_releases_only_jobs_slurm_holds_that_the_portal_already_moved_out_of_their_lab(student, assignment):
+    """`scontrol release` goes only to jobs Slurm holds (RESV_DEL_HOLD) and the portal has moved out of their lab:
+    not to jobs merely waiting, nor to one still tied to its lab (moving it out comes first, jobs_leave_ended_labs),
+    so a tick with no such job runs no release at all."""
+    job_row(student, assignment, status=Status.PENDING, slurm_job_id="999991", slurm_state="PENDING")
+    job_row(
+        student,
+        assignment,
+        status=Status.PENDING,
+        slurm_job_id="999992",
+        slurm_state="RESV_DEL_HOLD",
+        reservation="lq-cs101-still-tied",
+    )
+
+    with command_log() as commands:
+        labs_tick()
+
+    assert [command.argv for command in commands if "release" in command.argv] == []
+
+    job_row(student, assignment, status=Status.PENDING, slurm_job_id="999993", slurm_state="RESV_DEL_HOLD")
+    with command_log() as commands:
+        labs_tick()
+
+    assert [command.argv[-2:] for command in commands if "release" in command.argv] == [["release", "999993"]]

@@ -1,4 +1,5 @@
-"""A job Slurm refuses is marked refused, with Slurm's own reason shown to the student and in the worker's log."""
+"""A job Slurm refuses is marked refused, with Slurm's own reason shown to the student and in the worker's log; the
+log names the Slurm job a job Slurm accepts became."""
 
 import logging
 
@@ -6,6 +7,7 @@ import pytest
 from django.urls import reverse
 
 from jobs.models import Job, Status
+from tests.behaviour_helpers import slurm_cleanup
 from tests.conftest import dispatch, submit_form
 
 pytestmark = pytest.mark.slurm
@@ -38,3 +40,13 @@ def test_a_student_with_no_cluster_account_gets_a_clear_refusal(client, student,
     job = dispatch(Job.objects.get())
     assert job.status == Status.REJECTED
     assert "no account named 'nosuchuser'" in job.message
+
+
+def test_a_job_slurm_accepts_is_logged_with_its_slurm_job_id(client, student, assignment, caplog):
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    with caplog.at_level(logging.INFO, logger="jobs.dispatch"), slurm_cleanup():
+        job = dispatch(Job.objects.get())
+        assert job.status == Status.PENDING and job.slurm_job_id
+    logged = [record.getMessage() for record in caplog.records if record.name == "jobs.dispatch"]
+    assert logged == [f"Job accepted by Slurm as job {job.slurm_job_id}"]

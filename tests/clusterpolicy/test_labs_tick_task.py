@@ -316,7 +316,7 @@ def test_a_lab_cancelled_while_a_students_job_runs_in_it_keeps_its_reservation_u
 def test_a_tick_releases_only_jobs_slurm_holds_that_the_portal_already_moved_out_of_their_lab(student, assignment):
     """`scontrol release` goes only to jobs Slurm holds (RESV_DEL_HOLD) and the portal has moved out of their lab:
     not to jobs merely waiting, nor to one still tied to its lab (moving it out comes first, jobs_leave_ended_labs),
-    so a tick with no such job runs no release at all."""
+    nor to one that is over in the portal, so a tick with no such job runs no release at all."""
     job_row(student, assignment, status=Status.PENDING, slurm_job_id="999991", slurm_state="PENDING")
     job_row(
         student,
@@ -326,6 +326,8 @@ def test_a_tick_releases_only_jobs_slurm_holds_that_the_portal_already_moved_out
         slurm_state="RESV_DEL_HOLD",
         reservation="lq-cs101-still-tied",
     )
+    # Over in the portal (the student cancelled it) while its last recorded Slurm state was the hold.
+    job_row(student, assignment, status=Status.CANCELLED, slurm_job_id="999994", slurm_state="RESV_DEL_HOLD")
 
     with command_log() as commands:
         labs_tick()

@@ -16,13 +16,14 @@ from django.utils import timezone
 from courses.models import LabSession
 from courses.services import lab_session_schedule
 from jobs.dispatch import jobs_sync
-from jobs.models import Job, JobEvent, Status
+from jobs.models import Job, Status
 from jobs.tasks import labs_tick
 from tests.behaviour_helpers import SLURM_ENV, reservation_text, slurm, wait_until
 from tests.conftest import dispatch, wait_for_status
 from tests.lab import slurm_tool
 
 pytestmark = pytest.mark.slurm
+LEFT_THE_LAB = "The lab session ended before the job started; it now waits in the normal queue."
 State = LabSession.State
 
 
@@ -173,7 +174,7 @@ def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_a
 
     job.refresh_from_db()
     assert job.reservation == "" and squeue_on_lab2(job.slurm_job_id, "%v") in ("", "(null)")
-    assert JobEvent.objects.filter(job=job, cause__contains="now waits in the normal queue").exists()
+    assert job.events.filter(cause=LEFT_THE_LAB).exists(), "the job's history says why it left the lab"
     deadline = time.monotonic() + 60  # what beat runs, until the job is over (a held job is released by a tick)
     while not job.is_terminal and time.monotonic() < deadline:
         jobs_sync()

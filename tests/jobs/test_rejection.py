@@ -47,6 +47,6 @@ def test_a_job_slurm_accepts_is_logged_with_its_slurm_job_id(client, student, as
     client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
     with caplog.at_level(logging.INFO, logger="jobs.dispatch"), slurm_cleanup():
         job = dispatch(Job.objects.get())
-        assert job.status == Status.PENDING and job.slurm_job_id
+        assert (job.status, job.slurm_state) == (Status.PENDING, "PENDING") and job.slurm_job_id
     logged = [record.getMessage() for record in caplog.records if record.name == "jobs.dispatch"]
     assert logged == [f"Job accepted by Slurm as job {job.slurm_job_id}"]

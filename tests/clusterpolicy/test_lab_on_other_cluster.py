@@ -71,6 +71,17 @@ def end(session: LabSession) -> None:
     LabSession.objects.filter(pk=session.pk).update(starts_at=now - timedelta(hours=1), ends_at=now)
 
 
+def beat_until_over(job: Job, timeout: float = 60) -> Job:
+    """Run what beat runs (the sync, the labs tick) until the job is over, or for `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not job.is_terminal and time.monotonic() < deadline:
+        jobs_sync()
+        labs_tick()
+        job.refresh_from_db()
+        time.sleep(0.5)
+    return job
+
+
 def squeue_on_lab2(job_id: str, field: str) -> str:
     return slurm("squeue", "-M", "lab2", "-h", "-j", job_id, "-o", field).strip()
 
@@ -175,12 +186,7 @@ def test_a_job_waiting_in_a_lab2_lab_that_ends_goes_back_to_lab2s_normal_queue_a
     job.refresh_from_db()
     assert job.reservation == "" and squeue_on_lab2(job.slurm_job_id, "%v") in ("", "(null)")
     assert job.events.filter(cause=LEFT_THE_LAB).exists(), "the job's history says why it left the lab"
-    deadline = time.monotonic() + 60  # what beat runs, until the job is over (a held job is released by a tick)
-    while not job.is_terminal and time.monotonic() < deadline:
-        jobs_sync()
-        labs_tick()
-        job.refresh_from_db()
-        time.sleep(0.5)
+    job = beat_until_over(job)  # a held job is released by a tick
     assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"
 
 
@@ -201,12 +207,7 @@ def test_a_lab2_job_that_lab2_holds_after_the_portal_moved_it_out_of_the_lab_is_
     job.refresh_from_db()
     assert job.slurm_state == "RESV_DEL_HOLD"
 
-    deadline = time.monotonic() + 60  # what beat runs, until the job is over
-    while not job.is_terminal and time.monotonic() < deadline:
-        jobs_sync()
-        labs_tick()
-        job.refresh_from_db()
-        time.sleep(0.5)
+    job = beat_until_over(job)
     assert (job.status, job.cluster) == (Status.COMPLETED, "lab2"), f"{job.slurm_state} {job.reason}"
 
 

@@ -36,6 +36,9 @@ def test_an_unreachable_controller_keeps_the_job_queued_and_a_later_try_submits_
     job.refresh_from_db()
     assert job.status == Status.PENDING
     assert slurm_job_ids(job.slurm_name) == {job.slurm_job_id}, "Slurm holds exactly one job of this name"
+    assert job.message == "", "the cluster answered: the page no longer says it is not answering"
+    page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
+    assert "The cluster is not answering right now" not in page
     wait_for_status(job, Status.COMPLETED)
 
 

@@ -290,3 +290,10 @@ def job_that_ran(client, student, *, uploads: dict[str, bytes] | None = None, da
         Job.objects.filter(pk=job.pk).update(ended_at=job.ended_at - timedelta(days=days_ago))
     job.refresh_from_db()
     return job
+
+
+def account_deleted(account: str) -> bool:
+    """Delete a Slurm account the test made (the account itself, not only its associations); True once it is gone.
+    Slurm keeps an account while jobs of it are still in the queue ("Job(s) active"): call it in a wait_until."""
+    slurm("sacctmgr", "-i", "delete", "account", account, check=False)
+    return not slurm("sacctmgr", "-n", "-P", "show", "account", account, "format=account").strip()

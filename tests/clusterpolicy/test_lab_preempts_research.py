@@ -22,7 +22,7 @@ from clusterpolicy.labs import labs_tick
 from courses.models import Assignment, Course, Enrollment, LabSession, Role
 from courses.services import lab_session_schedule
 from jobs.models import Job, Status
-from tests.behaviour_helpers import SLURM_ENV, cancel_slurm_jobs, reservation_text, slurm, wait_until
+from tests.behaviour_helpers import SLURM_ENV, account_deleted, cancel_slurm_jobs, reservation_text, slurm, wait_until
 from tests.conftest import cancel_jobs_under, dispatch, make_user, submit_form, wait_for_status
 from tests.lab import slurm_tool
 
@@ -103,11 +103,6 @@ def start_now(job_id: str) -> bool:
 def gone(reservation: str) -> bool:
     slurm("scontrol", "delete", f"reservationname={reservation}", check=False)
     return f"ReservationName={reservation} " not in reservation_text(reservation)
-
-
-def account_deleted(account: str) -> bool:
-    slurm("sacctmgr", "-i", "delete", "account", account, check=False)  # the account itself, not only its associations
-    return not slurm("sacctmgr", "-n", "-P", "show", "account", account, "format=account").strip()
 
 
 def test_a_lab_starting_on_a_cluster_full_of_research_work_runs_its_jobs_at_once(

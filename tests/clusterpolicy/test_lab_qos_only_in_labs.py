@@ -9,7 +9,7 @@ from django.urls import reverse
 from clusterpolicy.associations import associations_reconcile
 from courses.models import Assignment, Course, Enrollment, Role
 from jobs.models import Job, Status
-from tests.behaviour_helpers import slurm, slurm_cleanup, wait_until
+from tests.behaviour_helpers import account_deleted, slurm, slurm_cleanup, wait_until
 from tests.conftest import ECHO_SCRIPT, PARAMETERS, cancel_jobs_under, dispatch, make_user, submit_form
 
 pytestmark = pytest.mark.slurm
@@ -32,11 +32,6 @@ def test_outside_a_lab_a_job_is_sent_with_its_courses_qos_where_the_site_has_a_l
 
         assert job.status == Status.PENDING and job.reservation == ""
         assert sent_qos(job) == ["normal"], "the course's QOS (none set: the association's default), not the lab's"
-
-
-def account_deleted(account: str) -> bool:
-    slurm("sacctmgr", "-i", "delete", "account", account, check=False)
-    return not slurm("sacctmgr", "-n", "-P", "show", "account", account, "format=account").strip()
 
 
 @pytest.fixture

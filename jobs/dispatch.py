@@ -73,10 +73,11 @@ def _dispatch(job: Job) -> None:
             message=CLUSTER_SILENT,
         )
         raise
-    except (WorkdirUnavailable, SoftTimeLimitExceeded) as error:
-        reason = str(error) or "the worker ran out of time while sending it"
-        if not local_failure(job, reason=reason):
-            raise WorkdirUnavailable(reason) from error
+    except WorkdirUnavailable as error:
+        _failed_here(job, reason=str(error), error=error)
+        return
+    except SoftTimeLimitExceeded as error:  # the task's soft time limit cut the sending short (slurm.run stops it)
+        _failed_here(job, reason="the worker ran out of time while sending it", error=error)
         return
     except (slurm.SlurmRejected, WorkdirError) as error:
         log.info("Job not sent: %s", error)
@@ -86,6 +87,12 @@ def _dispatch(job: Job) -> None:
         _store_explanation(job)
         return
     _accepted(job, slurm_id)
+
+
+def _failed_here(job: Job, *, reason: str, error: Exception) -> None:
+    """A sending that failed on the portal's side: counted, and retried unless that refused the job."""
+    if not local_failure(job, reason=reason):
+        raise WorkdirUnavailable(reason) from error
 
 
 def _submit(job: Job, *, refusal: str, files: list, digests: dict) -> str:

@@ -258,7 +258,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_DB_REUSE_MAX = 500
 # Every task has a time limit: at the soft limit the task is told (SoftTimeLimitExceeded) and tidies
 # up; at the hard limit its process is killed and replaced, so nothing can hold a worker forever.
-# A dispatch cut short counts as a local failure (LABQUEUE_DISPATCH_LOCAL_FAILURES).
+# A dispatch cut short counts as a local failure (LABQUEUE_DISPATCH_LOCAL_FAILURES). Celery puts these limits in
+# each task's message when it is enqueued: the web server's and beat's values count, not only the worker's.
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("LABQUEUE_TASK_SOFT_SECONDS", 240)
 CELERY_TASK_TIME_LIMIT = env_int("LABQUEUE_TASK_HARD_SECONDS", 300)
 

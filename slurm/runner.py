@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_RUN_AS_PREFIX = "sudo -n -u {user}"
 DEFAULT_TIMEOUT = 30.0
+#: How long a command cut short gets to end after SIGTERM, before SIGKILL.
+STOP_GRACE_SECONDS = 2.0
 BASE_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
@@ -197,9 +199,9 @@ def _failure(full: list[str], returncode: int, stdout: str, stderr: str, tool: s
 
 
 def _execute(argv: list[str], timeout: float, env: dict[str, str], stdin: BinaryIO | None) -> tuple[int, str, str]:
-    """subprocess.run, but a timeout kills the whole process group.
+    """subprocess.run, but a timeout, or the worker cutting the command short, stops its whole process group.
 
-    With a run-as prefix the Slurm tool is a grandchild; killing only the direct
+    With a run-as prefix the Slurm tool is a grandchild; stopping only the direct
     child would leave it running, so the command gets its own session.
     """
     with subprocess.Popen(
@@ -221,12 +223,24 @@ def _execute(argv: list[str], timeout: float, env: dict[str, str], stdin: Binary
             except subprocess.TimeoutExpired:
                 pass  # a grandchild we may not signal still holds the pipes
             raise
+        except BaseException:
+            # The worker cut the command short (the task's soft time limit, a shutdown): it goes too, or leaving
+            # the `with` block would wait for it, however long it hangs.
+            _kill_group(proc)
+            raise
         return proc.returncode, stdout, stderr
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.kill()
+    """Stop the command: SIGTERM first, which sudo passes on to the command it runs as the student (the worker
+    may not signal that process itself), then SIGKILL to what is left of the group."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(timeout=STOP_GRACE_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -151,8 +151,8 @@ def controller(job_root) -> Iterator[Callable[..., str]]:
 
 
 @pytest.fixture
-def silent_controller(job_root) -> Iterator[str]:
-    """SLURM_CONF for a controller port that accepts and then says nothing (readable by the students)."""
+def silent_port() -> Iterator[int]:
+    """A controller port that accepts connections and then says nothing."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=16)
     held: list[socket.socket] = []
 
@@ -164,8 +164,14 @@ def silent_controller(job_root) -> Iterator[str]:
                 return
 
     threading.Thread(target=accept, daemon=True).start()
-    conf = slurm_conf_with(job_root / "silent-controller", SlurmctldPort=listener.getsockname()[1], MessageTimeout=8)
-    yield conf
+    yield listener.getsockname()[1]
     listener.close()
     for connection in held:
         connection.close()
+
+
+@pytest.fixture
+def silent_controller(job_root, silent_port) -> str:
+    """SLURM_CONF for a controller that says nothing (readable by the students): a client gives up after its
+    8-second MessageTimeout."""
+    return slurm_conf_with(job_root / "silent-controller", SlurmctldPort=silent_port, MessageTimeout=8)

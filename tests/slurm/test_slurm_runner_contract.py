@@ -9,6 +9,7 @@ import locale
 import logging
 import os
 import re
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,10 +192,50 @@ def test_a_timeout_also_kills_what_the_command_started(tmp_path: Path) -> None:
         runner.run(shell(f"sleep 60 & echo $! > {pid_file}; wait"), timeout=0.5)
 
     assert time.monotonic() - started < 4
-    pid = pid_file.read_text().strip()
+    wait_until_gone(pid_file.read_text().strip(), "the grandchild survived the timeout")
+
+
+def test_a_command_that_ignores_sigterm_is_killed_after_a_grace(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+
+    with pytest.raises(slurm.SlurmTimeout):
+        runner.run(shell(f"trap '' TERM; sleep 60 & echo $! > {pid_file}; wait"), timeout=0.5)
+
+    assert time.monotonic() - started < 4 + runner.STOP_GRACE_SECONDS, "the runner waited for the command to end"
+    wait_until_gone(pid_file.read_text().strip(), "a command ignoring SIGTERM outlived the timeout")
+
+
+class CutShort(Exception):
+    """What a signal handler raises in the middle of a command: Celery's SoftTimeLimitExceeded, at a task's
+    soft time limit."""
+
+
+def test_a_command_the_worker_cuts_short_stops_at_once_with_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+
+    def cut_short(signum, frame):
+        raise CutShort
+
+    previous = signal.signal(signal.SIGALRM, cut_short)
+    started = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(CutShort):
+            runner.run(shell(f"sleep 60 & echo $! > {pid_file}; wait"), timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+    assert time.monotonic() - started < 4, "the runner waited for the command it was told to give up"
+    wait_until_gone(pid_file.read_text().strip(), "the grandchild survived the command being cut short")
+
+
+def wait_until_gone(pid: str, what: str) -> None:
+    """Wait (3 s at most) until process `pid` has ended (gone, or a zombie no one reaped yet)."""
     deadline = time.monotonic() + 3
     while os.path.exists(f"/proc/{pid}") and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
-        assert time.monotonic() < deadline, "the grandchild survived the timeout"
+        assert time.monotonic() < deadline, what
         time.sleep(0.05)
 
 

@@ -74,10 +74,10 @@ def _dispatch(job: Job) -> None:
         )
         raise
     except WorkdirUnavailable as error:
-        _failed_here(job, reason=str(error), error=error)
+        _failed_here(job, reason=str(error))
         return
-    except SoftTimeLimitExceeded as error:  # the task's soft time limit cut the sending short (slurm.run stops it)
-        _failed_here(job, reason="the worker ran out of time while sending it", error=error)
+    except SoftTimeLimitExceeded:  # the task's soft time limit cut the sending short (slurm.run stops it)
+        _failed_here(job, reason="the worker ran out of time while sending it")
         return
     except (slurm.SlurmRejected, WorkdirError) as error:
         log.info("Job not sent: %s", error)
@@ -89,10 +89,11 @@ def _dispatch(job: Job) -> None:
     _accepted(job, slurm_id)
 
 
-def _failed_here(job: Job, *, reason: str, error: Exception) -> None:
-    """A sending that failed on the portal's side: counted, and retried unless that refused the job."""
+def _failed_here(job: Job, *, reason: str) -> None:
+    """A sending that failed on the portal's side (called while handling its error, which the traceback shows):
+    counted, and retried unless that refused the job."""
     if not local_failure(job, reason=reason):
-        raise WorkdirUnavailable(reason) from error
+        raise WorkdirUnavailable(reason)
 
 
 def _submit(job: Job, *, refusal: str, files: list, digests: dict) -> str:

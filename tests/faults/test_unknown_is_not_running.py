@@ -36,6 +36,11 @@ def test_a_job_that_left_the_queue_without_accounting_is_finished_waiting_on_eve
             dispatch.jobs_sync()
         job.refresh_from_db()
         assert job.status in (Status.PENDING, Status.RUNNING) and job.left_queue_at is not None
+        left = job.left_queue_at
+        with pytest.raises(slurm.SlurmUnavailable):
+            dispatch.jobs_sync()
+        job.refresh_from_db()
+        assert job.left_queue_at == left, "when the job left the queue is kept, not moved on at every cycle"
 
         page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
         live = client.get(reverse("jobs:job-status", args=[job.uuid])).content.decode()

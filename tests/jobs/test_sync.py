@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from jobs import dispatch
 from jobs.models import Job, Status
@@ -106,3 +107,21 @@ def test_a_cycle_in_which_the_jobs_did_not_change_costs_the_same_few_statements_
         assert Job.objects.filter(checked_at=None).count() == 0
     finally:
         runner.run(["scancel", *[job.slurm_job_id for job in created]])
+
+
+def test_a_job_that_leaves_the_queue_marks_only_itself_as_left_and_a_waiting_one_still_says_waiting(
+    client, student, assignment
+):
+    waiting, ended = held_job(student, assignment), cancelled_job(student, assignment)
+    try:
+        dispatch.jobs_sync()  # one cycle: the held job in squeue, the cancelled one only in sacct
+    finally:
+        runner.run(["scancel", waiting.slurm_job_id])
+
+    ended.refresh_from_db()
+    waiting.refresh_from_db()
+    assert ended.status == Status.CANCELLED and ended.left_queue_at is not None
+    assert waiting.status == Status.PENDING and waiting.left_queue_at is None
+    client.force_login(student)
+    page = client.get(reverse("jobs:job-detail", args=[waiting.uuid])).content.decode()
+    assert "waiting for the cluster&#x27;s accounting" not in page and "status-pending" in page

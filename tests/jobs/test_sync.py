@@ -10,6 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs import dispatch
 from jobs.models import Job, Status
@@ -113,6 +114,7 @@ def test_a_job_that_leaves_the_queue_marks_only_itself_as_left_and_a_waiting_one
     client, student, assignment
 ):
     waiting, ended = held_job(student, assignment), cancelled_job(student, assignment)
+    before = timezone.now()
     try:
         dispatch.jobs_sync()  # one cycle: the held job in squeue, the cancelled one only in sacct
     finally:
@@ -125,3 +127,22 @@ def test_a_job_that_leaves_the_queue_marks_only_itself_as_left_and_a_waiting_one
     client.force_login(student)
     page = client.get(reverse("jobs:job-detail", args=[waiting.uuid])).content.decode()
     assert "waiting for the cluster&#x27;s accounting" not in page and "status-pending" in page
+    # The ended job was last checked when sacct answered about it.
+    assert ended.checked_at >= before
+    page = client.get(reverse("jobs:job-detail", args=[ended.uuid])).content.decode()
+    assert f"<dt>Last checked</dt><dd>{timezone.localtime(ended.checked_at):%Y-%m-%d %H:%M:%S}</dd>" in page
+
+
+def test_a_job_neither_squeue_nor_sacct_knows_waits_for_its_accounting_and_the_others_are_followed(
+    student, assignment
+):
+    # Its record has not reached slurmdbd (or was lost): the cycle goes on with the other jobs.
+    unknown = job_row(student, assignment, status=Status.PENDING, slurm_job_id="99999999")
+    ended = cancelled_job(student, assignment)
+
+    dispatch.jobs_sync()
+
+    unknown.refresh_from_db()
+    ended.refresh_from_db()
+    assert ended.status == Status.CANCELLED
+    assert unknown.status == Status.PENDING and unknown.left_queue_at is not None

@@ -32,6 +32,20 @@ def test_an_account_slurm_does_not_know_is_shown_as_refused_with_slurms_reason(
     assert "hx-trigger" not in page
 
 
+def test_a_partition_the_cluster_does_not_have_is_sent_as_given_and_refused_with_slurms_reason(
+    client, student, course, assignment
+):
+    # sbatch is never left to fall back on the cluster's default partition.
+    course.partition = "nosuchpartition"
+    course.save()
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    job = dispatch(Job.objects.get())
+    assert job.status == Status.REJECTED
+    assert "invalid partition" in job.message.lower()
+    assert "invalid partition" in client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode().lower()
+
+
 def test_a_student_with_no_cluster_account_gets_a_clear_refusal(client, student, assignment):
     student.netid = "nosuchuser"
     student.save()

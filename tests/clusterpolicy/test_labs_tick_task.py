@@ -162,6 +162,8 @@ def test_a_job_sent_again_during_a_lab_is_recorded_as_waiting_in_the_labs_reserv
     assert job.status == Status.PENDING and job.submit_attempts == 2
     assert squeue_field(job.slurm_job_id, "%v") == session.reservation_name
     assert job.reservation == session.reservation_name, "so the lab's end moves it out if it still waits"
+    accepted = f"Accepted by Slurm as job {job.slurm_job_id}. It runs in the lab session's reservation "
+    assert job.events.filter(cause=accepted + f"{session.reservation_name}.").exists(), "its history says so"
 
 
 def fill_node(node: str) -> str:

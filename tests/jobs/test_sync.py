@@ -133,9 +133,7 @@ def test_a_job_that_leaves_the_queue_marks_only_itself_as_left_and_a_waiting_one
     assert f"<dt>Last checked</dt><dd>{timezone.localtime(ended.checked_at):%Y-%m-%d %H:%M:%S}</dd>" in page
 
 
-def test_a_job_neither_squeue_nor_sacct_knows_waits_for_its_accounting_and_the_others_are_followed(
-    student, assignment
-):
+def test_a_job_neither_squeue_nor_sacct_knows_waits_for_its_accounting_and_the_others_are_followed(student, assignment):
     # Its record has not reached slurmdbd (or was lost): the cycle goes on with the other jobs.
     unknown = job_row(student, assignment, status=Status.PENDING, slurm_job_id="99999999")
     ended = cancelled_job(student, assignment)

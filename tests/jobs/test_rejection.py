@@ -13,6 +13,13 @@ from tests.conftest import dispatch, submit_form
 pytestmark = pytest.mark.slurm
 
 
+def submitted_and_sent(client, student) -> Job:
+    """The student submits through the job form; the worker's submit task then sends the job."""
+    client.force_login(student)
+    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
+    return dispatch(Job.objects.get())
+
+
 def test_an_account_slurm_does_not_know_is_shown_as_refused_with_slurms_reason(
     client, student, course, assignment, caplog
 ):
@@ -38,9 +45,7 @@ def test_a_partition_the_cluster_does_not_have_is_sent_as_given_and_refused_with
     # sbatch is never left to fall back on the cluster's default partition.
     course.partition = "nosuchpartition"
     course.save()
-    client.force_login(student)
-    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    job = dispatch(Job.objects.get())
+    job = submitted_and_sent(client, student)
     assert job.status == Status.REJECTED
     assert "invalid partition" in job.message.lower()
     assert "invalid partition" in client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode().lower()
@@ -49,9 +54,7 @@ def test_a_partition_the_cluster_does_not_have_is_sent_as_given_and_refused_with
 def test_a_student_with_no_cluster_account_gets_a_clear_refusal(client, student, assignment):
     student.netid = "nosuchuser"
     student.save()
-    client.force_login(student)
-    client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    job = dispatch(Job.objects.get())
+    job = submitted_and_sent(client, student)
     assert job.status == Status.REJECTED
     assert "no account named 'nosuchuser'" in job.message
 

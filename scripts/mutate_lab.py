@@ -34,9 +34,11 @@ import libcst as cst
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import mutmut_decorators  # noqa: E402, F401 (lets mutmut mutate functions under plain decorators)
+import mutmut_decorators  # noqa: E402
 from mutmut.mutation.diff_apply import find_top_level_function_or_method  # noqa: E402
 from mutmut.mutation.file_mutation import mutate_file_contents  # noqa: E402
+
+mutmut_decorators.install()  # functions under plain decorators (@transaction.atomic, @property) are mutated too
 
 
 def mutants(module: str) -> dict[str, str]:

@@ -127,7 +127,9 @@ def main() -> int:
             clean_clusters()
             target.write_text(code)
             started = time.monotonic()
-            argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-cov", "--reuse-db"]
+            # In the order given (pytest-randomly would shuffle the killers away from the front).
+            argv = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+            argv += ["--no-cov", "--reuse-db"]
             run = subprocess.run(
                 argv + first + [test for test in tests if test not in first],
                 cwd=args.tree,

@@ -10,7 +10,8 @@ tests in LIST there (one test id or file per line, `#` comments) with `-x`, and 
 RESULTS: its name, pytest's exit status (1 with a failed test: killed; 0: survived), the test that failed, and
 the seconds it took. Tests that killed a mutant of the same function run first. A mutant already in RESULTS is
 skipped, so a run resumes; touching RESULTS.pause stops it between two mutants. Before each mutant the jobs and
-reservations left on the clusters lab and lab2 are removed.
+reservations left on the clusters lab and lab2 are removed (not with --no-cluster, for a list of tests that leave
+the clusters alone, run with LABQUEUE_TESTS_NO_CLUSTER=1 beside a lane on the cluster).
 
 The database, broker and cluster are those of the environment (DATABASE_URL, LABQUEUE_REDIS_URL, and for the
 Slurm 24.11 cluster the variables of `make test-slurm24`): give a run beside `make test` its own. GLOBs are
@@ -99,6 +100,9 @@ def main() -> int:
     parser.add_argument("--tests", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--tree", type=Path, default=ROOT / ".mutate-lab")
+    parser.add_argument(
+        "--no-cluster", action="store_true", help="the tests leave the clusters alone: clean nothing between mutants"
+    )
     args = parser.parse_args()
     tests = [line.strip() for line in args.tests.read_text().splitlines() if line.strip() and line[0] != "#"]
     results = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
@@ -124,7 +128,8 @@ def main() -> int:
                 break
             function = name.split("__mutmut_")[0]
             first = list(dict.fromkeys(reversed(killers.get(function, []))))
-            clean_clusters()
+            if not args.no_cluster:
+                clean_clusters()
             target.write_text(code)
             started = time.monotonic()
             # In the order given (pytest-randomly would shuffle the killers away from the front).
@@ -152,7 +157,8 @@ def main() -> int:
             print(name, "killed" if killer else f"exit {run.returncode}", killer or "", result["seconds"], flush=True)
     finally:
         target.write_text(original)
-        clean_clusters()
+        if not args.no_cluster:
+            clean_clusters()
     return 0
 
 

@@ -372,7 +372,6 @@ def job_cancel(*, job: Job, actor) -> None:
     not_ended = Job.objects.filter(pk=job.pk, cancel_requested=False).exclude(status__in=TERMINAL)
     if not not_ended.update(cancel_requested=True):
         return
-    job.cancel_requested = True
     JobEvent.objects.create(job=job, cause="Cancel requested.", actor=actor)
     if job.status in ACTIVE_IN_SLURM:
         transaction.on_commit(lambda: job_scancel_enqueue(job.pk))

@@ -133,6 +133,42 @@ def test_a_job_that_leaves_the_queue_marks_only_itself_as_left_and_a_waiting_one
     assert f"<dt>Last checked</dt><dd>{timezone.localtime(ended.checked_at):%Y-%m-%d %H:%M:%S}</dd>" in page
 
 
+def test_a_running_job_records_when_it_started_and_a_waiting_one_only_when_it_is_expected_to(
+    client, student, assignment
+):
+    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs101", "--output=/dev/null", "--wrap=sleep 120"]
+    running_id = runner.run([*argv, f"--job-name=lq-sync-{uuid.uuid4()}"], run_as="student1").strip()
+    waiting_id = runner.run([*argv, "--begin=now+1hour", f"--job-name=lq-sync-{uuid.uuid4()}"], run_as="student1")
+    running = job_row(student, assignment, status=Status.PENDING, slurm_job_id=running_id)
+    waiting = job_row(student, assignment, status=Status.PENDING, slurm_job_id=waiting_id.strip())
+
+    def squeue(job: Job, field: str) -> str:  # %S: when it started, or is expected to; local time, to the second
+        return runner.run(["squeue", "-h", "-j", job.slurm_job_id, "-o", field]).strip()
+
+    try:
+        deadline = time.monotonic() + 60
+        while squeue(running, "%T") != "RUNNING":
+            assert time.monotonic() < deadline, f"job {running.slurm_job_id} never started"
+            time.sleep(0.5)
+        started, expected = squeue(running, "%S"), squeue(waiting, "%S")
+
+        dispatch.jobs_sync()
+    finally:
+        runner.run(["scancel", running.slurm_job_id, waiting.slurm_job_id])
+
+    running.refresh_from_db()
+    waiting.refresh_from_db()
+    assert running.status == Status.RUNNING and waiting.status == Status.PENDING
+    assert timezone.localtime(running.started_at).strftime("%Y-%m-%dT%H:%M:%S") == started
+    assert timezone.localtime(waiting.expected_start_at).strftime("%Y-%m-%dT%H:%M:%S") == expected
+    assert waiting.started_at is None and running.expected_start_at is None
+    client.force_login(student)
+    page = client.get(reverse("jobs:job-detail", args=[running.uuid])).content.decode()
+    assert f"<dt>Started</dt><dd>{timezone.localtime(running.started_at):%Y-%m-%d %H:%M:%S}</dd>" in page
+    page = client.get(reverse("jobs:job-detail", args=[waiting.uuid])).content.decode()
+    assert '<dt>Started</dt><dd class="muted">' in page
+
+
 def test_a_job_neither_squeue_nor_sacct_knows_waits_for_its_accounting_and_the_others_are_followed(student, assignment):
     # Its record has not reached slurmdbd (or was lost): the cycle goes on with the other jobs.
     unknown = job_row(student, assignment, status=Status.PENDING, slurm_job_id="99999999")

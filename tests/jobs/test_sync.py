@@ -21,17 +21,16 @@ from tests.conftest import job_row
 pytestmark = pytest.mark.slurm
 
 
-def held_job(student, assignment) -> Job:
-    """A real Slurm job that stays PENDING (held), recorded as a portal job."""
+def held_slurm_job() -> str:
+    """The id of a real Slurm job of student1 that stays PENDING (held)."""
     name = f"lq-sync-{uuid.uuid4()}"
     argv = ["sbatch", "--parsable", "--hold", "--export=NONE", "--account=cs101", f"--job-name={name}"]
-    slurm_id = runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
-    return job_row(
-        student,
-        assignment,
-        status=Status.PENDING,
-        slurm_job_id=slurm_id,
-    )
+    return runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
+
+
+def held_job(student, assignment) -> Job:
+    """A real Slurm job that stays PENDING (held), recorded as a portal job."""
+    return job_row(student, assignment, status=Status.PENDING, slurm_job_id=held_slurm_job())
 
 
 def sync_commands() -> Counter:
@@ -167,6 +166,38 @@ def test_a_running_job_records_when_it_started_and_a_waiting_one_only_when_it_is
     assert f"<dt>Started</dt><dd>{timezone.localtime(running.started_at):%Y-%m-%d %H:%M:%S}</dd>" in page
     page = client.get(reverse("jobs:job-detail", args=[waiting.uuid])).content.decode()
     assert '<dt>Started</dt><dd class="muted">' in page
+
+
+def test_a_job_accounting_still_has_as_waiting_after_it_left_the_queue_stays_and_the_others_are_followed(
+    student, assignment, monkeypatch
+):
+    # slurmdbd learns of a job after slurmctld: for a moment sacct has a job as waiting that squeue does not list.
+    # Here the job is submitted just after the cycle's squeue, under the next id, which the portal row names.
+    ended = cancelled_job(student, assignment)
+    probe = held_slurm_job()
+    runner.run(["scancel", probe])
+    lagging = job_row(student, assignment, status=Status.PENDING, slurm_job_id=str(int(probe) + 1))
+    submitted = []
+
+    def submit_after_the_squeue(command: runner.Command) -> None:
+        if command.tool == "squeue" and not submitted:
+            submitted.append(held_slurm_job())
+            deadline = time.monotonic() + 30
+            while sacct_state(submitted[0]) != "PENDING":
+                assert time.monotonic() < deadline, f"slurmdbd never recorded job {submitted[0]}"
+                time.sleep(0.2)
+
+    monkeypatch.setattr(runner, "observers", [*runner.observers, submit_after_the_squeue])
+    try:
+        dispatch.jobs_sync()
+    finally:
+        runner.run(["scancel", *submitted])
+
+    assert submitted == [lagging.slurm_job_id], "another job took the id the portal row names"
+    lagging.refresh_from_db()
+    ended.refresh_from_db()
+    assert lagging.status == Status.PENDING and lagging.left_queue_at is not None
+    assert ended.status == Status.CANCELLED
 
 
 def test_a_job_neither_squeue_nor_sacct_knows_waits_for_its_accounting_and_the_others_are_followed(student, assignment):

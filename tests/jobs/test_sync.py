@@ -21,11 +21,15 @@ from tests.conftest import job_row
 pytestmark = pytest.mark.slurm
 
 
+def student_job(*options: str, wrap: str = "true") -> str:
+    """The id of a real Slurm job of student1 (sbatch with `options`)."""
+    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs101", f"--job-name=lq-sync-{uuid.uuid4()}"]
+    return runner.run([*argv, *options, "--output=/dev/null", f"--wrap={wrap}"], run_as="student1").strip()
+
+
 def held_slurm_job() -> str:
     """The id of a real Slurm job of student1 that stays PENDING (held)."""
-    name = f"lq-sync-{uuid.uuid4()}"
-    argv = ["sbatch", "--parsable", "--hold", "--export=NONE", "--account=cs101", f"--job-name={name}"]
-    return runner.run(argv + ["--output=/dev/null", "--wrap=true"], run_as="student1").strip()
+    return student_job("--hold")
 
 
 def held_job(student, assignment) -> Job:
@@ -135,11 +139,9 @@ def test_a_job_that_leaves_the_queue_marks_only_itself_as_left_and_a_waiting_one
 def test_a_running_job_records_when_it_started_and_a_waiting_one_only_when_it_is_expected_to(
     client, student, assignment
 ):
-    argv = ["sbatch", "--parsable", "--export=NONE", "--account=cs101", "--output=/dev/null", "--wrap=sleep 120"]
-    running_id = runner.run([*argv, f"--job-name=lq-sync-{uuid.uuid4()}"], run_as="student1").strip()
-    waiting_id = runner.run([*argv, "--begin=now+1hour", f"--job-name=lq-sync-{uuid.uuid4()}"], run_as="student1")
+    running_id, waiting_id = student_job(wrap="sleep 120"), student_job("--begin=now+1hour", wrap="sleep 120")
     running = job_row(student, assignment, status=Status.PENDING, slurm_job_id=running_id)
-    waiting = job_row(student, assignment, status=Status.PENDING, slurm_job_id=waiting_id.strip())
+    waiting = job_row(student, assignment, status=Status.PENDING, slurm_job_id=waiting_id)
 
     def squeue(job: Job, field: str) -> str:  # %S: when it started, or is expected to; local time, to the second
         return runner.run(["squeue", "-h", "-j", job.slurm_job_id, "-o", field]).strip()

@@ -7,6 +7,10 @@ import pytest
 
 from tests.interactive.proxy import RunningProxy, proxy_running
 
+#: Where scripts/labcluster builds JupyterLab for the lab's jobs (README, "The lab cluster").
+LAB_JUPYTER = ". /opt/labqueue/jupyter/bin/activate"
+SECRET = "proxy-secret-for-the-tests"
+
 
 @pytest.fixture
 def portal_proxy(tmp_path_factory) -> Iterator[Callable[..., RunningProxy]]:
@@ -19,3 +23,14 @@ def portal_proxy(tmp_path_factory) -> Iterator[Callable[..., RunningProxy]]:
             return stack.enter_context(proxy_running(web_upstream=web_upstream, secret=secret, directory=directory))
 
         yield start
+
+
+@pytest.fixture
+def notebook(assignment, settings):
+    """The course's assignment as a notebook session, started with the lab's JupyterLab."""
+    settings.LABQUEUE_INTERACTIVE_SETUP = LAB_JUPYTER
+    settings.LABQUEUE_INTERACTIVE_PROXY_SECRET = SECRET
+    assignment.interactive = True
+    assignment.script_template = 'echo "preparing the session of $(whoami)"'
+    assignment.save()
+    return assignment

@@ -2,7 +2,6 @@
 proxy's auth check admits (jobs.sessions, jobs.session_views). The browser through nginx is
 tests/browser/test_notebook_session.py."""
 
-import html
 import json
 import re
 import subprocess
@@ -14,29 +13,15 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from courses.models import LabSession
 from jobs.dispatch import job_scancel
 from jobs.models import InteractiveSession, Job, JobEvent, Status
-from jobs.sessions import session_base_url, session_launcher, sessions_follow
-from tests.conftest import dispatch, submit_form, submitted, wait_for_status
+from jobs.sessions import session_base_url, sessions_follow
+from tests.conftest import dispatch, submitted, wait_for_status
+from tests.interactive.conftest import SECRET
 from tests.lab import slurm_tool
 from tests.ops.metrics_helpers import TOKEN, scrape
 
 pytestmark = pytest.mark.slurm
-
-#: Where scripts/labcluster builds JupyterLab for the lab's jobs (README, "The lab cluster").
-LAB_JUPYTER = ". /opt/labqueue/jupyter/bin/activate"
-SECRET = "proxy-secret-for-the-tests"
-
-
-@pytest.fixture
-def notebook(assignment, settings):
-    settings.LABQUEUE_INTERACTIVE_SETUP = LAB_JUPYTER
-    settings.LABQUEUE_INTERACTIVE_PROXY_SECRET = SECRET
-    assignment.interactive = True
-    assignment.script_template = 'echo "preparing the session of $(whoami)"'
-    assignment.save()
-    return assignment
 
 
 def _auth(client, job, *, secret=SECRET, origin=None, path="lab"):
@@ -178,28 +163,6 @@ def test_a_node_without_jupyter_fails_the_session_with_an_explanation_naming_the
     client.force_login(student)
     page = client.get(reverse("jobs:job-detail", args=[job.uuid])).content.decode()
     assert "JupyterLab is not available" in page and "LABQUEUE_INTERACTIVE_SETUP" in page
-
-
-def test_sessions_only_during_labs_are_refused_outside_a_lab(client, student, notebook):
-    notebook.interactive_labs_only = True
-    notebook.save()
-    client.force_login(student)
-    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    assert response.status_code == 400
-    assert (
-        "Notebook sessions for this assignment open only while one of the course's labs is on, and none is on now. "
-        "The course page lists the next lab."
-    ) in html.unescape(response.content.decode())
-    assert not Job.objects.filter(user=student).exists()
-    now = timezone.now()
-    LabSession.objects.create(
-        course=notebook.course, starts_at=now - timedelta(minutes=5), ends_at=now + timedelta(hours=1)
-    )
-    response = client.post(reverse("jobs:job-create", args=["cs101", "hello"]), submit_form())
-    assert response.status_code == 302
-    job = Job.objects.get(user=student)
-    assert job.session.ready_at is None
-    assert job.script.rstrip().endswith(session_launcher(job_uuid=job.uuid).rstrip())  # it starts the session
 
 
 def test_the_sync_finds_no_server_where_the_file_points_elsewhere(client, student, notebook):

@@ -7,11 +7,13 @@ hour on the lab), and mutmut's trampolines do not reach code that sudo or a fres
 needs neither: it writes each mutant of MODULE (mutmut's own mutations, decorated functions included, see
 scripts/mutmut_decorators.py) as a whole file into a copy of the tree (DIR, default .mutate-lab/), runs the
 tests in LIST there (one test id or file per line, `#` comments) with `-x`, and appends one line per mutant to
-RESULTS: its name, pytest's exit status (1 with a failed test: killed; 0: survived), the test that failed, and
-the seconds it took. Tests that killed a mutant of the same function run first. A mutant already in RESULTS is
-skipped, so a run resumes; touching RESULTS.pause stops it between two mutants. Before each mutant the jobs and
-reservations left on the clusters lab and lab2 are removed (not with --no-cluster, for a list of tests that leave
-the clusters alone, run with LABQUEUE_TESTS_NO_CLUSTER=1 beside a lane on the cluster).
+RESULTS: its name, a digest of its function's source, pytest's exit status (1 with a failed test: killed; 0:
+survived), the test that failed, and the seconds it took. Tests that killed a mutant of the same function run
+first. A mutant already in RESULTS for the same source of its function is skipped, so a run resumes (a function
+that changed runs again); touching RESULTS.pause stops it between two mutants. `scripts/mutation_report.py
+--lanes MODULE RESULTS...` counts every mutant of the module as one or more lanes judged it. Before each mutant
+the jobs and reservations left on the clusters lab and lab2 are removed (not with --no-cluster, for a list of
+tests that leave the clusters alone, run with LABQUEUE_TESTS_NO_CLUSTER=1 beside a lane on the cluster).
 
 The database, broker and cluster are those of the environment (DATABASE_URL, LABQUEUE_REDIS_URL, and for the
 Slurm 24.11 cluster the variables of `make test-slurm24`): give a run beside `make test` its own. GLOBs are
@@ -20,7 +22,9 @@ killed by a test outside LIST, so read it and try the tests that should kill it 
 """
 
 import argparse
+import contextlib
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -42,10 +46,16 @@ from mutmut.mutation.file_mutation import mutate_file_contents  # noqa: E402
 mutmut_decorators.install()  # functions under plain decorators (@transaction.atomic, @property) are mutated too
 
 
+def _mutated(module: str, source: str):
+    """mutmut's mutants of the module. mutmut reads its settings from pyproject.toml: in the checkout, from anywhere."""
+    with contextlib.chdir(ROOT):
+        return mutate_file_contents(module, source, None, None)
+
+
 def mutants(module: str) -> dict[str, str]:
     """Each mutant's name (as mutmut names it) and the whole module's source with that mutant applied."""
     source = (ROOT / module).read_text()
-    mutated = mutate_file_contents(module, source, None, None)
+    mutated = _mutated(module, source)
     tree, original = cst.parse_module(mutated.code), cst.parse_module(source)
     prefix = module.removesuffix(".py").replace("/", ".")
     found = {}
@@ -60,6 +70,32 @@ def mutants(module: str) -> dict[str, str]:
         replaced = mutant.with_changes(name=cst.Name(plain), decorators=target.decorators)
         found[f"{prefix}.{name}"] = original.deep_replace(target, replaced).code
     return found
+
+
+def function_versions(module: str) -> dict[str, str]:
+    """A digest of each function's source, by the name its mutants carry (e.g. x_job_submit, xǁJobǁcan_cancel):
+    a result recorded under another digest was judged on an earlier version of the function."""
+    source = (ROOT / module).read_text()
+    original, versions = cst.parse_module(source), {}
+    for name in _mutated(module, source).mutant_names:
+        function = name.split("__mutmut_")[0]
+        if function not in versions:
+            plain = function.split("ǁ")[-1] if "ǁ" in function else function.removeprefix("x_")
+            node = find_top_level_function_or_method(original, plain)
+            versions[function] = hashlib.sha256(cst.Module([]).code_for_node(node).encode()).hexdigest()[:16]
+    return versions
+
+
+def function_of(mutant: str) -> str:
+    """The function a mutant's name belongs to, as function_versions names it (x_tail, xǁJobFileǁlinkable)."""
+    return mutant.split("__mutmut_")[0].split(".")[-1]
+
+
+def judged_now(result: dict, versions: dict[str, str]) -> bool:
+    """Whether a result was judged on its function's present source (one written before results recorded the
+    source's digest counts)."""
+    now = versions.get(function_of(result["mutant"]))
+    return result.get("version", now) == now
 
 
 def copy_tree(tree: Path) -> None:
@@ -106,7 +142,8 @@ def main() -> int:
     args = parser.parse_args()
     tests = [line.strip() for line in args.tests.read_text().splitlines() if line.strip() and line[0] != "#"]
     results = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
-    done = {result["mutant"] for result in results}
+    versions = function_versions(args.module)
+    done = {result["mutant"] for result in results if judged_now(result, versions)}
     killers: dict[str, list[str]] = {}
     for result in results:
         if result["killer"]:
@@ -146,6 +183,7 @@ def main() -> int:
             killer = failed[0] if run.returncode == 1 and failed else None
             result = {
                 "mutant": name,
+                "version": versions[function_of(name)],
                 "exit": run.returncode,
                 "killer": killer,
                 "seconds": round(time.monotonic() - started, 1),

@@ -3,8 +3,15 @@
 Reads mutmut's own result files (mutants/**/*.py.meta). A surviving mutant listed in
 tests/mutation/equivalent.txt (name, then the reason it changes no behaviour) counts as
 equivalent, not as a survivor. Exit status 1 when a module is over its survivor budget.
+
+    .venv/bin/python scripts/mutation_report.py --lanes MODULE RESULTS.jsonl...
+
+does the same for the results of scripts/mutate_lab.py (one or more lanes, e.g. one on the lab and one without
+the cluster): every mutant the module has now, killed in some lane, listed as equivalent, survived, or not run.
+A result judged on an earlier version of its function (the runner records a digest of it) does not count.
 """
 
+import argparse
 import json
 import sys
 from collections import Counter
@@ -97,5 +104,54 @@ def main() -> int:
     return 1 if over else 0
 
 
+def lanes(module: str, files: list[Path]) -> int:
+    """The mutants of `module` as scripts/mutate_lab.py's result files judged them (exit 1: a survivor where
+    none may survive, as in the report of `make mutate`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import mutate_lab  # libcst and mutmut's mutation code, with the decorators patch it installs
+
+    versions = mutate_lab.function_versions(module)
+    judged: dict[str, set[int]] = {}
+    earlier = 0
+    for file in files:
+        for line in file.read_text().splitlines():
+            result = json.loads(line)
+            if not mutate_lab.judged_now(result, versions):
+                earlier += 1
+                continue
+            judged.setdefault(result["mutant"], set()).add(result["exit"])
+    known, counts, survivors, missing = equivalents(), Counter(), [], []
+    for name in mutate_lab.mutants(module):
+        codes = judged.get(name, set())
+        if 1 in codes:
+            counts["killed"] += 1
+        elif name in known:
+            counts["equivalent"] += 1
+        elif 0 in codes:
+            counts["survived"] += 1
+            survivors.append(name)
+        else:
+            counts["not run" if not codes else "other"] += 1
+            missing.append(f"{name} {sorted(codes) or ''}".strip())
+    columns = ("killed", "equivalent", "survived", "not run", "other")
+    print(f"{'module':40} " + " ".join(f"{column:>10}" for column in ("mutants", *columns)))
+    row = [sum(counts.values())] + [counts[column] for column in columns]
+    print(f"{module:40} " + " ".join(f"{value:10}" for value in row))
+    if earlier:
+        print(f"\n{earlier} result(s) were judged on an earlier version of their function and do not count.")
+    for title, names in (("Survivors", survivors), ("Not run, or no test failed nor passed", missing)):
+        if names:
+            print(f"\n{title}:")
+            for name in names:
+                print(f"  {name}")
+    strict = any(Path(module).stem.startswith(word) for word in NO_SURVIVORS)
+    return 1 if survivors and strict else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lanes", nargs="+", metavar=("MODULE", "RESULTS"), help="scripts/mutate_lab.py's results")
+    arguments = parser.parse_args()
+    if arguments.lanes and len(arguments.lanes) < 2:
+        parser.error("--lanes needs a module and at least one results file")
+    sys.exit(lanes(arguments.lanes[0], [Path(name) for name in arguments.lanes[1:]]) if arguments.lanes else main())

@@ -52,3 +52,82 @@ def test_a_survivor_in_the_status_transitions_or_the_staged_uploads_is_over_budg
     status, row = report(tmp_path, module, codes)
 
     assert row["survived"] == "1" and row["over"] and status == 1
+
+
+# ---- --lanes: the results of scripts/mutate_lab.py ----
+
+LANE_MODULE = "jobs/staging.py"  # small: 25 mutants, made by mutmut's own mutation code as the runner makes them
+
+
+def lane_report(tmp_path: Path, results: list[dict]) -> tuple[int, str]:
+    """Run `--lanes` in `tmp_path` on one results file holding `results`; its exit status and output."""
+    lane = tmp_path / "lane.jsonl"
+    lane.write_text("".join(json.dumps(result) + "\n" for result in results))
+    argv = [sys.executable, str(REPORT), "--lanes", LANE_MODULE, str(lane)]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout
+
+
+def lane_row(output: str) -> dict[str, str]:
+    header, row = output.splitlines()[:2]
+    return dict(zip(header.replace("not run", "not_run").split(), row.split(), strict=True))
+
+
+def section(output: str, title: str) -> list[str]:
+    """The names listed under `title` in the report."""
+    lines = output.split(f"\n{title}:\n", 1)[1].split("\n\n")[0].splitlines() if f"\n{title}:\n" in output else []
+    return [line.split()[0] for line in lines]
+
+
+@pytest.fixture
+def lane_mutants(tmp_path) -> list[str]:
+    """Every mutant of LANE_MODULE, as the report names those no lane ran."""
+    _status, output = lane_report(tmp_path, [])
+    return section(output, "Not run, or no test failed nor passed")
+
+
+def killed(name: str) -> dict:
+    return {"mutant": name, "exit": 1, "killer": "tests/x.py::test_x", "seconds": 1.0}
+
+
+def test_the_lanes_report_names_the_survivor_and_the_mutant_no_lane_ran(tmp_path, lane_mutants):
+    survivor, never_run, *others = lane_mutants
+    results = [killed(name) for name in others] + [{"mutant": survivor, "exit": 0, "killer": None, "seconds": 9.0}]
+
+    status, output = lane_report(tmp_path, results)
+
+    row = lane_row(output)
+    assert (row["mutants"], row["killed"], row["survived"], row["not_run"]) == (
+        str(len(lane_mutants)),
+        str(len(others)),
+        "1",
+        "1",
+    )
+    assert section(output, "Survivors") == [survivor]
+    assert section(output, "Not run, or no test failed nor passed") == [never_run]
+    assert status == 1, "a survivor in the staged uploads is over budget"
+
+
+def test_a_kill_in_one_lane_counts_and_a_listed_equivalent_is_no_survivor(tmp_path, lane_mutants):
+    equivalent, *others = lane_mutants
+    (tmp_path / "tests" / "mutation").mkdir(parents=True)
+    (tmp_path / "tests" / "mutation" / "equivalent.txt").write_text(f"{equivalent} the reason it changes nothing\n")
+    survived_here = {"mutant": others[0], "exit": 0, "killer": None, "seconds": 9.0}  # and killed in the other lane
+
+    status, output = lane_report(tmp_path, [survived_here] + [killed(name) for name in others])
+
+    row = lane_row(output)
+    assert (row["killed"], row["equivalent"], row["survived"], row["not_run"]) == (str(len(others)), "1", "0", "0")
+    assert status == 0
+
+
+def test_a_result_judged_on_an_earlier_version_of_its_function_does_not_count(tmp_path, lane_mutants):
+    first, *others = lane_mutants
+    results = [killed(name) for name in others] + [killed(first) | {"version": "0" * 16}]
+
+    status, output = lane_report(tmp_path, results)
+
+    assert lane_row(output)["not_run"] == "1"
+    assert section(output, "Not run, or no test failed nor passed") == [first]
+    assert "1 result(s) were judged on an earlier version of their function and do not count." in output
+    assert status == 0
